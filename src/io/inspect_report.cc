@@ -57,6 +57,12 @@ json component_table(const Manifest& m, std::int64_t layer, Component comp, cons
   return rows;
 }
 
+std::int64_t sum_params(const json& rows) {
+  std::int64_t sum = 0;
+  for (const auto& x : rows) sum += x["params"].get<std::int64_t>();
+  return sum;
+}
+
 json layer_json(const ModelConfig& c, const LayerRole& r, const LayerParams& lp) {
   json j = {{"id", r.id},
             {"name", r.prefix().substr(0, r.prefix().size() - 1)},
@@ -214,8 +220,7 @@ json build_inspect_report(const ModelConfig& c, const InspectOptions& opt) {
                          Component::DSparkExtra}) {
       json rows = component_table(m, ro.id, cp, ro.prefix());
       if (rows.empty()) continue;
-      std::int64_t sum = 0;
-      for (auto& x : rows) sum += x["params"].get<std::int64_t>();
+      const std::int64_t sum = sum_params(rows);
       t["components"].push_back({{"component", std::string(component_name(cp))}, {"params", sum}, {"tensors", rows}});
     }
     comps.push_back(t);
@@ -224,8 +229,7 @@ json build_inspect_report(const ModelConfig& c, const InspectOptions& opt) {
   for (Component cp : {Component::Embed, Component::Head, Component::FinalNorm, Component::ImageDelims, Component::Vision}) {
     json rows = component_table(m, -1, cp, "");
     if (rows.empty()) continue;
-    std::int64_t sum = 0;
-    for (auto& x : rows) sum += x["params"].get<std::int64_t>();
+    const std::int64_t sum = sum_params(rows);
     if (cp == Component::Vision && rows.size() > 12) {
       // 32 blocks of 8 tensors: summarise the tower by total rather than listing 260 rows.
       rows = json::array({{{"name", fmt::format("vision tower ({} blocks) + patch_embed + norm + aligner", c.vision_n_layers)},

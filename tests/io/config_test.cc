@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/engram_layout.h"
-#include "test_paths.h"
+#include "../common/test_env.h"
 #include "util/error.h"
 
 namespace dsv4 {

@@ -9,7 +9,7 @@
 
 #include "io/config.h"
 #include "io/layer_roles.h"
-#include "test_paths.h"
+#include "../common/test_env.h"
 
 namespace dsv4 {
 namespace {

@@ -9,14 +9,10 @@
 #include <filesystem>
 #include <string>
 
+#include "../common/test_env.h"
+
 namespace dsv4::test {
 
-inline std::string source_dir() { return DSV4_SOURCE_DIR; }
-
-inline std::string test_data_dir() {
-  if (const char* e = std::getenv("DSV4_TEST_DATA"); e != nullptr && *e != '\0') return e;
-  return source_dir() + "/tests/data/downloaded";
-}
 
 // Sets `path` to test_data_dir()/name, failing with a hint when the file is not there. Use as
 // ASSERT_TRUE(test_data_file("tokenizer.json", path)).

@@ -10,13 +10,10 @@
 #include <sstream>
 #include <string>
 
+#include "../common/test_env.h"
+
 namespace dsv4::test {
 
-inline std::string source_dir() { return DSV4_SOURCE_DIR; }
-inline std::string shared_dir() {
-  if (const char* e = std::getenv("DSV4_SHARED_DIR")) return e;
-  return source_dir() + "/../shared";
-}
 inline std::string released_config() { return shared_dir() + "/data/deepseek-v4.1-flash/inference-config.json"; }
 
 struct CmdResult {

@@ -211,8 +211,7 @@ namespace {
 // With --tokenizer, the fixture ships the tokenizer files and a config whose Engram compressed
 // vocabulary is the tokenizer's own (98,627 keys for DeepSeek V3: spec §16.6).
 TEST(FixtureTokenizer, ShipsTheTokenizerAndItsEngramVocabulary) {
-  std::string data = std::getenv("DSV4_TEST_DATA") ? std::getenv("DSV4_TEST_DATA") : test::source_dir() + "/tests/data/downloaded";
-  std::string tok = data + "/tokenizer.json";
+  std::string tok = test::test_data_dir() + "/tokenizer.json";
   ASSERT_TRUE(fs::exists(tok)) << tok << " is missing: run `bash tests/data/fetch_test_data.sh`";
   test::TempDir d("fixture_tok");
   std::string out = d / "m";
