@@ -29,6 +29,7 @@ struct InspectArgs {
 std::string n(const json& v) { return with_commas(v.get<std::int64_t>()); }
 std::string b(const json& v) {
   auto x = v.get<std::uint64_t>();
+  if (x < 1024) return fmt::format("{} B", x);
   return fmt::format("{} B ({})", with_commas(static_cast<std::int64_t>(x)), human_bytes(x));
 }
 
