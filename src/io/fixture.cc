@@ -262,9 +262,9 @@ void write_fixture(const ModelConfig& c, const FixtureOptions& opt) {
     out << j.dump(4) << "\n";
     if (!out) fail("cannot write '{}'", (fs::path(opt.out_dir) / "config.json").string());
   }
-  for (const std::string& f : opt.extra_files) {
+  for (const auto& [f, name] : opt.extra_files) {
     std::error_code ec;
-    fs::copy_file(f, fs::path(opt.out_dir) / fs::path(f).filename(), fs::copy_options::overwrite_existing, ec);
+    fs::copy_file(f, fs::path(opt.out_dir) / name, fs::copy_options::overwrite_existing, ec);
     if (ec) fail("cannot copy '{}' into '{}': {}", f, opt.out_dir, ec.message());
   }
 }

@@ -40,8 +40,9 @@ ModelConfig fixture_preset(std::string_view name);
 struct FixtureOptions {
   std::uint64_t seed = 0;
   std::string out_dir;
-  // Files copied into the model directory verbatim (tokenizer.json, tokenizer_config.json).
-  std::vector<std::string> extra_files;
+  // Files copied into the model directory verbatim: (source path, name in the directory), e.g.
+  // a tokenizer file of any name shipped as tokenizer.json.
+  std::vector<std::pair<std::string, std::string>> extra_files;
   // A new shard starts before a tensor that would push the current shard past this size.
   std::uint64_t max_shard_bytes = 64ull << 20;
   // Called now and then with (bytes written, total bytes).

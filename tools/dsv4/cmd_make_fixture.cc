@@ -44,9 +44,9 @@ int run(const Args& a) {
       EngramTokenMap map = build_engram_token_map(a.tokenizer);
       c.engram_compressed_vocab_size = map.compressed_vocab_size;
     }
-    opt.extra_files.push_back(a.tokenizer);
+    opt.extra_files.push_back({a.tokenizer, "tokenizer.json"});
     fs::path cfg = fs::path(a.tokenizer).parent_path() / "tokenizer_config.json";
-    if (fs::exists(cfg)) opt.extra_files.push_back(cfg.string());
+    if (fs::exists(cfg)) opt.extra_files.push_back({cfg.string(), "tokenizer_config.json"});
   }
   if (!a.quiet)
     opt.progress = [](std::uint64_t done, std::uint64_t total) {
