@@ -11,6 +11,8 @@ import json
 import os
 from dataclasses import dataclass
 
+from .safetensors import no_duplicates
+
 # Released inference/config.json (spec §1.1) plus the ModelArgs code defaults.
 DEFAULTS = {
     "vocab_size": 129280,
@@ -112,15 +114,6 @@ class Config:
         return f"Config({self.source})"
 
 
-def _reject_duplicates(pairs):
-    d = {}
-    for k, v in pairs:
-        if k in d:
-            raise ValueError(f"duplicate key {k!r}")
-        d[k] = v
-    return d
-
-
 def load_config(path):
     """Config of a model directory (or of a config.json file). Only the inference-style flat
     file is read; a transformers-style file (text_config) is rejected with a clear message."""
@@ -134,7 +127,7 @@ def load_config(path):
         raise ValueError(f"model directory '{path}' has no config.json (nor inference/config.json)")
     with open(p, "rb") as f:
         try:
-            j = json.loads(f.read().decode("utf-8"), object_pairs_hook=_reject_duplicates)
+            j = json.loads(f.read().decode("utf-8"), object_pairs_hook=no_duplicates)
         except ValueError as e:
             raise ValueError(f"config '{p}' is not valid JSON: {e}") from None
     if not isinstance(j, dict):

@@ -35,7 +35,8 @@ INDEX_NAME = "model.safetensors.index.json"
 SINGLE_NAME = "model.safetensors"
 
 
-def _no_duplicates(pairs):
+def no_duplicates(pairs):
+    """json object_pairs_hook that rejects a key given twice (json would keep the last one)."""
     d = {}
     for k, v in pairs:
         if k in d:
@@ -56,7 +57,7 @@ def read_header(path):
             raise ValueError(f"{path}: header length {n} exceeds the file ({size} bytes)")
         raw = f.read(n)
     try:
-        header = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
+        header = json.loads(raw.decode("utf-8"), object_pairs_hook=no_duplicates)
     except (UnicodeDecodeError, ValueError) as e:
         raise ValueError(f"{path}: header is not valid UTF-8 JSON: {e}") from None
     if not isinstance(header, dict):
@@ -127,7 +128,7 @@ def load_model(model_dir):
         raise ValueError(f"{model_dir}: neither {INDEX_NAME} nor {SINGLE_NAME}")
     with open(index, "rb") as f:
         try:
-            j = json.loads(f.read().decode("utf-8"), object_pairs_hook=_no_duplicates)
+            j = json.loads(f.read().decode("utf-8"), object_pairs_hook=no_duplicates)
         except (UnicodeDecodeError, ValueError) as e:
             raise ValueError(f"{index}: not valid JSON: {e}") from None
     wm = j.get("weight_map") if isinstance(j, dict) else None
