@@ -29,6 +29,15 @@ namespace dsv4 {
 // zero-size tensor. dst is zeroed before each call. May throw; the write is then abandoned.
 using TensorFill = std::function<void(std::span<std::uint8_t> dst, std::uint64_t byte_offset)>;
 
+// A registered tensor waiting to be written (shared by both writers).
+struct PendingTensor {
+  std::string name;
+  DType dtype;
+  std::vector<std::int64_t> shape;
+  std::uint64_t nbytes;
+  TensorFill fill;
+};
+
 class SafetensorsWriter {
  public:
   static constexpr std::size_t kChunkBytes = std::size_t{4} << 20;
@@ -53,13 +62,7 @@ class SafetensorsWriter {
   void write(const std::string& path) const;
 
  private:
-  struct Pending {
-    std::string name;
-    DType dtype;
-    std::vector<std::int64_t> shape;
-    std::uint64_t nbytes;
-    TensorFill fill;
-  };
+  using Pending = PendingTensor;
   std::vector<Pending> tensors_;
   std::map<std::string, std::size_t> index_;  // name -> position in tensors_
   std::map<std::string, std::string> metadata_;
@@ -94,13 +97,7 @@ class ShardedCheckpointWriter {
   std::vector<std::string> write() const;
 
  private:
-  struct Pending {
-    std::string name;
-    DType dtype;
-    std::vector<std::int64_t> shape;
-    std::uint64_t nbytes;
-    TensorFill fill;
-  };
+  using Pending = PendingTensor;
   std::string dir_;
   std::uint64_t max_shard_bytes_;
   std::vector<Pending> tensors_;
