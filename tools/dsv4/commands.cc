@@ -20,6 +20,8 @@ void register_all(CLI::App& app) {
   register_inspect(app);
   register_make_fixture(app);
   register_validate(app);
+  register_tokenize(app);
+  register_chat_template(app);
 }
 
 int run_selected(CLI::App& app) {

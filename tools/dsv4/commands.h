@@ -18,5 +18,7 @@ int run_selected(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_make_fixture(CLI::App& app);
 void register_validate(CLI::App& app);
+void register_tokenize(CLI::App& app);       // tokenize and detokenize
+void register_chat_template(CLI::App& app);
 
 }  // namespace dsv4::cli
