@@ -249,6 +249,7 @@ class Model:
         self.backbone_roles = [r for r in self.roles if not getattr(r, "is_mtp", r.id >= n_layers)]
         self.mtp_roles = [r for r in self.roles if getattr(r, "is_mtp", r.id >= n_layers)]
         self.tensors = safetensors.load_model(model_dir)
+        self.weight_cache = strict.WeightCache()     # derived copies of self.tensors
 
         self.max_positions = int(max_positions if max_positions is not None else cfg.max_seq_len)
         n_pos = self.max_positions + int(cfg.dspark_block_size) + 1
@@ -302,6 +303,10 @@ class Model:
         position (§4 step 9 without the "last position only" cut). image_mask: bool[S], True for
         image-span tokens (gate bias_vl, Engram DEAD/gate 0); None = text only. The image
         embeddings themselves (§11.5) are not merged: vision is out of scope."""
+        with strict.cache_scope(self.weight_cache):
+            return self._forward(seq, ids, start_pos, image_mask)
+
+    def _forward(self, seq, ids, start_pos, image_mask):
         cfg = self.cfg
         ids = np.asarray(ids, dtype=np.int64).reshape(-1)
         S = ids.size
@@ -507,5 +512,14 @@ def generate(model, ids, n_new, mode="prefill", max_len=None):
 # DSpark (§9) lives in dspark.py; bound here as methods.
 from .dspark import forward_spec as _forward_spec, forward_head as _forward_head  # noqa: E402
 
-Model.forward_spec = _forward_spec
-Model.forward_head = _forward_head
+def _in_model_cache(fn):
+    def method(self, *args, **kwargs):
+        with strict.cache_scope(self.weight_cache):
+            return fn(self, *args, **kwargs)
+    method.__doc__ = fn.__doc__
+    method.__name__ = fn.__name__
+    return method
+
+
+Model.forward_spec = _in_model_cache(_forward_spec)
+Model.forward_head = _in_model_cache(_forward_head)

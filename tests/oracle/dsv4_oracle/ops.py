@@ -18,6 +18,7 @@ import numpy as np
 
 from . import formats as fm
 from . import strict as st
+from . import weights
 
 F32 = np.float32
 F64 = np.float64
@@ -41,47 +42,28 @@ def _o(x):
 # §2.5 GEMMs
 # ---------------------------------------------------------------------------------------------
 
-def _fp8_weight64(codes, scale):
-    c = np.asarray(codes, dtype=np.uint8)
-    n, k = c.shape
-    s = fm.e8m0_decode(scale).astype(F64)
-    if s.shape != (-(-n // 32), -(-k // 32)):
-        raise ValueError(f"FP8 weight {c.shape}: scale shape {s.shape}, expected "
-                         f"{(-(-n // 32), -(-k // 32))}")
-    s_full = np.repeat(np.repeat(s, 32, axis=0)[:n], 32, axis=1)[:, :k]
-    return fm.e4m3_decode(c).astype(F64) * s_full
-
-
-def _fp4_weight64(packed, scale):
-    c = fm.unpack_fp4(packed)
-    n, k = c.shape
-    s = fm.e8m0_decode(scale).astype(F64)
-    if s.shape != (n, -(-k // 32)):
-        raise ValueError(f"FP4 weight {np.shape(packed)}: scale shape {s.shape}, expected "
-                         f"{(n, -(-k // 32))}")
-    return fm.e2m1_decode(c).astype(F64) * np.repeat(s, 32, axis=1)[:, :k]
-
-
 def dequant_fp8_weight(codes, scale):
-    """E4M3 weight [N, K] with E8M0 block scales [ceil(N/32), ceil(K/32)] -> exact float64 values
-    w[n, k] = e4m3(codes[n, k]) · 2^(scale[n/32, k/32] − 127). float64 holds every such value
-    (fp32 would too, except for the extreme scale codes)."""
+    """E4M3 weight [N, K] with E8M0 block scales [ceil(N/32), ceil(K/32)] -> the exact values
+    w[n, k] = e4m3(codes[n, k]) · 2^(scale[n/32, k/32] − 127), in float32 (which holds every such
+    value except with the extreme scale codes) or else float64 (weights.fp8_operand)."""
     return _fp8_info(codes, scale)[0]
 
 
 def dequant_fp4_weight(packed, scale):
-    """Packed E2M1 weight [N, K/2] with E8M0 scales [N, K/32] -> exact float64 [N, K]."""
+    """Packed E2M1 weight [N, K/2] with E8M0 scales [N, K/32] -> exact values [N, K] (float32,
+    or float64 with extreme scale codes)."""
     return _fp4_info(packed, scale)[0]
 
 
 def _fp8_info(codes, scale):
     return st.cached("fp8w", (np.asarray(codes), np.asarray(scale)),
-                     lambda: st.dot_operand(_fp8_weight64(codes, scale)))
+                     lambda: weights.fp8_operand(codes, scale))
 
 
 def _fp4_info(packed, scale):
+    # FP4 weights are the routed experts: each token needs a few of them (keep=False)
     return st.cached("fp4w", (np.asarray(packed), np.asarray(scale)),
-                     lambda: st.dot_operand(_fp4_weight64(packed, scale)))
+                     lambda: weights.fp4_operand(packed, scale), keep=False)
 
 
 def _act_dequant64(x):

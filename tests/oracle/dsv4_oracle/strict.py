@@ -21,7 +21,6 @@ import contextlib
 import math
 import mmap
 import os
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 
@@ -128,13 +127,14 @@ def _matmul_nt(a, b):
     m, k = a.shape
     n = b.shape[0]
     if m * n * k < (1 << 22) or n < 2 * 1024:
-        return np.einsum("mk,nk->mn", a, b)
+        return np.einsum("mk,nk->mn", a, np.asarray(b, dtype=F64))
     chunk = max(512, -(-n // (4 * _NTHREADS)))
-    chunk = min(chunk, 4096)
+    chunk = min(chunk, 4096 if b.dtype == F64 else 1024)
     out = np.empty((m, n), dtype=F64)
 
     def work(lo):
-        out[:, lo:lo + chunk] = np.einsum("mk,nk->mn", a, b[lo:lo + chunk])
+        # float32 operands (exact values, see weights.py) are widened one chunk at a time
+        out[:, lo:lo + chunk] = np.einsum("mk,nk->mn", a, np.asarray(b[lo:lo + chunk], dtype=F64))
 
     list(_pool().map(work, range(0, n, chunk)))
     return out
@@ -149,7 +149,7 @@ def _resolve_pairs(a, b, s, rows, cols):
     for lo in range(0, rows.shape[0], step):
         r = rows[lo:lo + step]
         c = cols[lo:lo + step]
-        prods = a[r] * b[c]                                   # exact float64 products
+        prods = a[r] * np.asarray(b[c], dtype=F64)            # exact float64 products
         tight = k * _EPS_BOUND * np.abs(prods).sum(axis=1)
         ss = s[r, c]
         und = _undecided(ss, tight)
@@ -174,8 +174,9 @@ def _row_info(b):
 
 
 def _dot64(a, b, b_info=None):
-    """Strict a[M, K] · b[N, K]ᵀ for float64 operands whose values are exact (fp32, bf16 or
-    dequantized FP8/FP4 values), so that every product is exact in float64. -> fp32 [M, N].
+    """Strict a[M, K] · b[N, K]ᵀ for operands whose values are exact (fp32, bf16 or
+    dequantized FP8/FP4 values, held in float64, or in float32 for b when that is exact), so that
+    every product is exact in float64. -> fp32 [M, N].
 
     Decided without fallback: (1) outputs that float64 sums exactly (bf16 × bf16 products of a
     narrow exponent range usually are: see _exact_mask); (2) outputs whose fp32 rounding the
@@ -216,7 +217,11 @@ def sdot(a, b):
     b = np.asarray(b)
     if b.ndim != 2 or a.shape[-1] != b.shape[-1]:
         raise ValueError(f"sdot: shapes {a.shape} and {b.shape} do not contract (need b [N, K])")
-    info = cached("dot-operand", (b,), lambda: _row_info(_as_f32(b)))
+    if b.dtype == np.uint16:                  # checkpoint BF16: quanta from a table
+        from . import weights
+        info = cached("dot-operand", (b,), lambda: weights.bf16_operand(b))
+    else:
+        info = cached("dot-operand", (b,), lambda: _row_info(_as_f32(b)))
     lead = a.shape[:-1]
     out = _dot64(a.reshape(-1, a.shape[-1]), info[0], info)
     return out.reshape(lead + (b.shape[0],))
@@ -242,9 +247,87 @@ def dot_operand(b64):
 # a small cache of derived copies of checkpoint weights (float64 copies, dequantized weights)
 # ---------------------------------------------------------------------------------------------
 
-_CACHE = OrderedDict()
-_CACHE_BYTES = [0]
-_CACHE_LIMIT = int(os.environ.get("DSV4_ORACLE_CACHE_MB", "1536")) << 20
+def _default_cache_limit():
+    """DSV4_ORACLE_CACHE_MB if set, else 40% of the memory available now (at most 12 GiB)."""
+    env = os.environ.get("DSV4_ORACLE_CACHE_MB")
+    if env:
+        return int(env) << 20
+    avail = 4 << 30
+    try:
+        with open("/proc/meminfo", "r", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) << 10
+                    break
+    except OSError:
+        pass
+    return min(12 << 30, int(avail * 0.4))
+
+
+class WeightCache:
+    """Derived copies of checkpoint weights (dot operands, dequantized values), bounded in bytes.
+
+    One forward pass visits every weight in the same order, and a released-width model's copies
+    do not all fit, so plain LRU would evict each copy just before its next use. Instead:
+    * entries put with keep=False (the routed experts, each needed by some tokens only) are
+      evicted before any entry put with keep=True (attention, shared experts, head: needed by
+      every token);
+    * within a class, the least used go first, and among those the most recently added, so a
+      cyclic scan keeps a stable part of the cycle cached instead of none of it.
+
+    Each entry keeps its source arrays alive, so their mapping cannot be released and its
+    address reused by another file while the entry exists."""
+
+    def __init__(self, limit_bytes=None):
+        self.limit = _default_cache_limit() if limit_bytes is None else int(limit_bytes)
+        self.entries = {}             # key -> [value, sources, hits, last_use, bytes, keep]
+        self.bytes = 0
+        self._clock = 0
+
+    def get(self, key):
+        e = self.entries.get(key)
+        if e is None:
+            return None
+        self._clock += 1
+        e[2] += 1
+        e[3] = self._clock
+        return e
+
+    def _victim_order(self, key):
+        e = self.entries[key]
+        return (e[5], e[2], -e[3])
+
+    def put(self, key, val, sources, keep=True):
+        size = _nbytes(val)
+        if size > self.limit:
+            return
+        while self.bytes + size > self.limit and self.entries:
+            victim = min(self.entries, key=self._victim_order)
+            if self.entries[victim][5] > keep:        # never evict a kept entry for a streamed one
+                return
+            self.bytes -= self.entries.pop(victim)[4]
+        self._clock += 1
+        self.entries[key] = [val, tuple(sources), 0, self._clock, size, bool(keep)]
+        self.bytes += size
+
+    def clear(self):
+        self.entries.clear()
+        self.bytes = 0
+
+
+_DEFAULT_CACHE = WeightCache()
+_ACTIVE_CACHES = [_DEFAULT_CACHE]
+
+
+@contextlib.contextmanager
+def cache_scope(cache):
+    """Makes `cache` the one cached() uses inside the block (a Model uses its own, so that its
+    copies go when it goes and another model's do not crowd them out)."""
+    _ACTIVE_CACHES.append(cache)
+    try:
+        yield cache
+    finally:
+        _ACTIVE_CACHES.pop()
 
 
 def _is_readonly_mapped(a):
@@ -265,34 +348,26 @@ def _nbytes(val):
                if isinstance(v, np.ndarray))
 
 
-def cached(tag, arrays, build):
+def cached(tag, arrays, build, keep=True):
     """build() memoised on the identity (address, shape, strides, dtype) of read-only mapped
-    arrays; any other input is simply rebuilt. Bounded LRU (DSV4_ORACLE_CACHE_MB, default 1536).
-    Each entry keeps its source arrays alive, so their mapping cannot be released and its
-    address reused by another file while the entry exists."""
+    arrays, in the active WeightCache (see cache_scope); any other input is simply rebuilt.
+    keep=False marks copies that only some tokens need (WeightCache evicts them first)."""
     if not all(_is_readonly_mapped(a) for a in arrays):
         return build()
     key = (tag,) + tuple((a.__array_interface__["data"][0], a.shape, a.strides, a.dtype.str)
                          for a in arrays)
-    hit = _CACHE.get(key)
+    cache = _ACTIVE_CACHES[-1]
+    hit = cache.get(key)
     if hit is not None:
-        _CACHE.move_to_end(key)
         return hit[0]
     val = build()
-    size = _nbytes(val)
-    if size <= _CACHE_LIMIT:
-        _CACHE[key] = (val, tuple(arrays))
-        _CACHE_BYTES[0] += size
-        while _CACHE_BYTES[0] > _CACHE_LIMIT:
-            _, (old, _src) = _CACHE.popitem(last=False)
-            _CACHE_BYTES[0] -= _nbytes(old)
+    cache.put(key, val, arrays, keep)
     return val
 
 
 def clear_cache():
-    """Drop every cached derived copy (and the references to their mapped sources)."""
-    _CACHE.clear()
-    _CACHE_BYTES[0] = 0
+    """Drop every derived copy of the active cache (and its references to mapped sources)."""
+    _ACTIVE_CACHES[-1].clear()
 
 
 # ---------------------------------------------------------------------------------------------
