@@ -1,6 +1,6 @@
 #pragma once
 // A minimal .npy writer and reader for the oracle golden tests (NumPy format version 1.0/2.0):
-// little-endian, C order, the dtypes the tests exchange ('<f4', '<u2', '|u1'/'<u1').
+// little-endian, C order, the dtypes the tests exchange ('<f4', '<u2', '|u1'/'<u1', '<i4', '<i8').
 // Header: magic "\x93NUMPY", version bytes, header length (u16 for v1, u32 for v2), then an ASCII
 // Python dict {'descr': ..., 'fortran_order': False, 'shape': (...)} padded with spaces and a
 // newline so that the data starts at a multiple of 64 bytes.
@@ -20,6 +20,8 @@ constexpr const char* npy_descr() {
   if constexpr (std::is_same_v<T, float>) return "<f4";
   else if constexpr (std::is_same_v<T, std::uint16_t>) return "<u2";
   else if constexpr (std::is_same_v<T, std::uint8_t>) return "|u1";
+  else if constexpr (std::is_same_v<T, std::int32_t>) return "<i4";
+  else if constexpr (std::is_same_v<T, std::int32_t>) return "<i4";
   else if constexpr (std::is_same_v<T, std::int64_t>) return "<i8";
   else static_assert(sizeof(T) == 0, "unsupported npy dtype");
 }

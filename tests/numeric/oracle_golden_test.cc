@@ -2,7 +2,7 @@
 // Python oracle (tests/oracle/dsv4_oracle, `python3 -m dsv4_oracle op ...`), bit for bit, on
 // ~10^5 inputs each: random bit patterns over the whole finite range, tiny and huge magnitudes,
 // exact rounding ties of every format, and blocks built so that the quantizers meet their ties.
-// The oracle is run as a subprocess on .npy files (tests/numeric/npy_test_util.h). The test is
+// The oracle is run as a subprocess on .npy files (tests/common/npy_test_util.h). The test is
 // skipped when /usr/bin/python3 with NumPy is not available.
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "npy_test_util.h"
+#include "../common/npy_test_util.h"
 #include "numeric/bf16.h"
 #include "numeric/e2m1.h"
 #include "numeric/e4m3.h"

@@ -4,6 +4,8 @@
            [--attn-slots compact|reference] --out FILE.npy        float32 [T, vocab]
   generate -m DIR --ids ... -n N [same switches] [--json]          greedy continuation
   dump     -m DIR --ids ... [same switches] --out FILE.npz         named intermediates per layer
+  engram-map --tokenizer FILE --out FILE.npy                      §8.2 compressed token map
+  engram-hash -m DIR --ids ... [--chunk N] --out FILE.npz          §8 layout, token map, hashes
 
 --ids takes comma-separated token ids, or @FILE for a file of ids separated by commas or
 whitespace.
@@ -62,6 +64,24 @@ def register(subparsers):
     _common(p, True)
     p.set_defaults(func=cmd_dump)
 
+    p = subparsers.add_parser(
+        "engram-map", help="§8.2 compressed token map of a tokenizer.json (.npy int32)")
+    p.add_argument("--tokenizer", required=True, help="tokenizer.json")
+    p.add_argument("--out", required=True, help="output .npy (int32 [n_tokens])")
+    p.set_defaults(func=cmd_engram_map)
+
+    p = subparsers.add_parser(
+        "engram-hash", help="§8.1–8.3 Engram hashing of a token sequence (.npz)",
+        description="Writes the layout (primes [L, max_ngram-1, heads], offsets, multipliers "
+                    "[L, max_ngram]), the compressed token map and the row indices int64 "
+                    "[S, L, (max_ngram-1)*heads] of each position; --chunk N feeds the ids in "
+                    "calls of N tokens (the persistent cache of §8.3).")
+    p.add_argument("-m", "--model", required=True, help="model directory (with tokenizer.json)")
+    p.add_argument("--ids", required=True, help="comma-separated token ids, or @FILE")
+    p.add_argument("--chunk", type=int, default=0, help="tokens per call (0 = one call)")
+    p.add_argument("--out", required=True, help="output .npz")
+    p.set_defaults(func=cmd_engram_hash)
+
 
 def _model(args, n_positions, dump=False):
     """The Model, with RoPE tables long enough for n_positions (the config's max_seq_len at
@@ -98,6 +118,32 @@ def cmd_generate(args):
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             json.dump({"generated_ids": out}, f)
+    return 0
+
+
+def cmd_engram_map(args):
+    from . import engram
+    token_map, size = engram.engram_token_map(args.tokenizer)
+    np.save(args.out, np.asarray(token_map, np.int32))
+    print(f"wrote {args.out}: {token_map.size} tokens, {size} compressed ids", file=sys.stderr)
+    return 0
+
+
+def cmd_engram_hash(args):
+    import os
+    from . import engram
+    from .config import load_config
+    cfg = load_config(args.model)
+    if not list(cfg.engram_layer_ids):
+        raise SystemExit(f"{args.model}: the model has no Engram layers")
+    token_map = engram.engram_token_map(os.path.join(args.model, "tokenizer.json"))
+    h = engram.NgramHash(cfg, token_map)
+    ids = _parse_ids(args.ids)
+    step = args.chunk if args.chunk > 0 else len(ids)
+    rows = np.concatenate([h(ids[s:s + step], s) for s in range(0, len(ids), step)], axis=0)
+    np.savez(args.out, primes=h.primes, offsets=h.offsets, multipliers=h.multipliers,
+             token_map=np.asarray(token_map[0], np.int32), rows=rows)
+    print(f"wrote {args.out}: rows int64 {list(rows.shape)}", file=sys.stderr)
     return 0
 
 
