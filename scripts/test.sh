@@ -9,4 +9,4 @@ dir="${1:-build}"
 shift || true
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
 cmake --build "$dir"
-ctest --test-dir "$dir" --output-on-failure -j 2
+ctest --test-dir "$dir" --output-on-failure -j 2 -LE slow   # slow: ctest -L slow (see tests/oracle)
