@@ -1,6 +1,7 @@
 #pragma once
 // A minimal .npy writer and reader for the oracle golden tests (NumPy format version 1.0/2.0):
-// little-endian, C order, the dtypes the tests exchange ('<f4', '<u2', '|u1'/'<u1', '<i4', '<i8').
+// little-endian, C order, the dtypes the tests exchange ('<f4', '<f8', '<u2', '|u1'/'<u1', '<i4', '<i8'; NumPy bool
+// arrays '|b1' read as uint8), 0-d arrays (shape {}) included.
 // Header: magic "\x93NUMPY", version bytes, header length (u16 for v1, u32 for v2), then an ASCII
 // Python dict {'descr': ..., 'fortran_order': False, 'shape': (...)} padded with spaces and a
 // newline so that the data starts at a multiple of 64 bytes.
@@ -18,6 +19,7 @@ namespace dsv4::test {
 template <class T>
 constexpr const char* npy_descr() {
   if constexpr (std::is_same_v<T, float>) return "<f4";
+  else if constexpr (std::is_same_v<T, double>) return "<f8";
   else if constexpr (std::is_same_v<T, std::uint16_t>) return "<u2";
   else if constexpr (std::is_same_v<T, std::uint8_t>) return "|u1";
   else if constexpr (std::is_same_v<T, std::int32_t>) return "<i4";
@@ -53,6 +55,11 @@ void write_npy(const std::string& path, const std::vector<T>& data,
   if (!out) throw std::runtime_error("write_npy: write failed for " + path);
 }
 
+template <class T>
+void write_npy_scalar(const std::string& path, T v) {
+  write_npy<T>(path, std::vector<T>{v}, {});
+}
+
 // Reads an array of dtype T (checked against the header's descr); returns the flat data and
 // fills shape. Only C-order arrays are accepted.
 template <class T>
@@ -83,7 +90,9 @@ std::vector<T> read_npy(const std::string& path, std::vector<std::size_t>* shape
   const std::string descr = field("descr");
   const std::string want = npy_descr<T>();
   const std::string want_alt = want[0] == '|' ? "<" + want.substr(1) : want;
-  if (descr.find("'" + want + "'") == std::string::npos && descr.find("'" + want_alt + "'") == std::string::npos)
+  const bool bool_as_u8 = want == "|u1" && descr.find("'|b1'") != std::string::npos;
+  if (!bool_as_u8 && descr.find("'" + want + "'") == std::string::npos &&
+      descr.find("'" + want_alt + "'") == std::string::npos)
     throw std::runtime_error("read_npy: " + path + " has descr " + descr.substr(0, descr.find(',')) + ", expected " + want);
   if (field("fortran_order").find("False") != 0 && field("fortran_order").find(" False") != 0)
     throw std::runtime_error("read_npy: Fortran-order array: " + path);

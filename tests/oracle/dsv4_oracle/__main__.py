@@ -76,6 +76,12 @@ OPS = {
     "ssoftplus": (lambda x: st.ssoftplus(_arr(x)), 1, 1, "strict softplus"),
     "ssilu": (lambda x: st.ssilu(_arr(x)), 1, 1, "strict silu"),
     "srsqrt": (lambda x: st.srsqrt(_arr(x)), 1, 1, "strict rsqrt"),
+    "slog1p": (lambda x: st.slog1p(_arr(x)), 1, 1, "strict log1p"),
+    "ssqrt": (lambda x: st.ssqrt(_arr(x)), 1, 1, "strict sqrt"),
+    "scos": (lambda x: st.scos(_arr(x)), 1, 1, "strict cos"),
+    "ssin": (lambda x: st.ssin(_arr(x)), 1, 1, "strict sin"),
+    "spow": (lambda x, y: st.spow(_arr(x), _arr(y)), 2, 1, "strict pow (x, y)"),
+    "serf": (lambda x: st.serf(_arr(x)), 1, 1, "strict erf"),
     "linear_fp8": (lambda x, w, s: ops.linear_fp8(_arr(x), w, s), 3, 1, "(x, codes, scale)"),
     "linear_fp4": (lambda x, w, s: ops.linear_fp4(_arr(x), w, s), 3, 1, "(x, packed, scale)"),
     "linear_bf16": (lambda x, w: ops.linear_bf16(_arr(x), _arr(w)), 2, 1, "(x, w)"),
@@ -83,6 +89,10 @@ OPS = {
     "rmsnorm": (lambda x, w, e: ops.rmsnorm(_arr(x), _arr(w), _scalar(e)), 3, 1, "(x, w, eps)"),
     "rope_table": (_rope_table, 1, 2,
                    "params f64[8] (dim, base, yarn, n_pos, orig, factor, beta_fast, beta_slow)"),
+    "rope_freqs": (lambda p: (lambda v: ops.rope_freqs(
+        _RopeCfg(v[0], v[4], v[5], v[6], v[7]), float(v[1]), bool(v[2])))(
+        np.asarray(p, dtype=np.float64).ravel()), 1, 1,
+        "params f64[8] as rope_table (n_pos unused) -> freq f32[dim/2]"),
     "apply_rope": (lambda x, c, s: ops.apply_rope(_arr(x), c, s), 3, 1, "(x, cos, sin)"),
     "apply_rope_inverse": (lambda x, c, s: ops.apply_rope(_arr(x), c, s, inverse=True), 3, 1,
                            "(x, cos, sin), conjugate rotation"),

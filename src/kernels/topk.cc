@@ -1,0 +1,83 @@
+// Top-k with lowest-index ties and candidate blocks (§6.8). See topk.h.
+#include "kernels/topk.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "kernels/fp32_ops.h"
+#include "util/error.h"
+
+namespace dsv4::kernels {
+namespace {
+
+// Strict weak order "ranks before": larger value first, NaN last, then lower index. A total
+// order on indices, so partial_sort's result is unique.
+struct RanksBefore {
+  const float* v;
+  bool operator()(std::int64_t a, std::int64_t b) const {
+    const float x = v[a], y = v[b];
+    const bool xn = x != x, yn = y != y;
+    if (xn != yn) return yn;        // a non-NaN ranks before a NaN
+    if (!xn && x != y) return x > y;  // ±0 are equal here
+    return a < b;
+  }
+};
+
+void topk_row(const float* v, std::size_t n, std::size_t k, std::vector<std::int64_t>& order,
+              std::int64_t* out) {
+  order.resize(n);
+  std::iota(order.begin(), order.end(), std::int64_t{0});
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                    RanksBefore{v});
+  std::copy(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), out);
+}
+
+}  // namespace
+
+void topk_lowest_index(std::span<const float> values, std::size_t rows, std::size_t n,
+                       std::size_t k, std::span<std::int64_t> out) {
+  if (values.size() != rows * n)
+    fail("topk_lowest_index: values has {} elements, expected {}x{}", values.size(), rows, n);
+  if (k > n) fail("topk_lowest_index: k = {} exceeds the {} values per row", k, n);
+  if (out.size() != rows * k) fail("topk_lowest_index: out has {} elements, expected {}x{}", out.size(), rows, k);
+  std::vector<std::int64_t> order;
+  for (std::size_t r = 0; r < rows; ++r) topk_row(values.data() + r * n, n, k, order, out.data() + r * k);
+}
+
+void select_candidate_blocks(std::span<const float> scores, std::size_t rows, std::size_t t,
+                             std::span<const std::int64_t> visible, std::size_t topk_blocks,
+                             std::size_t bs, std::span<std::uint8_t> mask) {
+  if (bs == 0) fail("select_candidate_blocks: block size 0");
+  if (scores.size() != rows * t)
+    fail("select_candidate_blocks: I has {} elements, expected {}x{}", scores.size(), rows, t);
+  if (visible.size() != rows)
+    fail("select_candidate_blocks: {} visible counts for {} rows", visible.size(), rows);
+  if (mask.size() != rows * t)
+    fail("select_candidate_blocks: mask has {} elements, expected {}x{}", mask.size(), rows, t);
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const std::size_t nb = (t + bs - 1) / bs;
+  const std::size_t kb = std::min(topk_blocks, nb);
+  std::vector<float> block(nb);
+  std::vector<std::int64_t> order, chosen(kb);
+  std::vector<std::uint8_t> keep(nb);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::int64_t c = visible[r];
+    if (c < 0 || static_cast<std::size_t>(c) > t)
+      fail("select_candidate_blocks: visible count {} outside [0, {}]", c, t);
+    const float* row = scores.data() + r * t;
+    for (std::size_t b = 0; b < nb; ++b) {
+      float m = -kInf;  // the −inf padding never wins a max
+      for (std::size_t i = b * bs; i < std::min(t, (b + 1) * bs); ++i) m = max_nan(m, row[i]);
+      block[b] = m;
+    }
+    if (c > 0) block[static_cast<std::size_t>(c - 1) / bs] = kInf;
+    topk_row(block.data(), nb, kb, order, chosen.data());
+    std::fill(keep.begin(), keep.end(), 0);
+    for (std::int64_t b : chosen) keep[static_cast<std::size_t>(b)] = block[static_cast<std::size_t>(b)] > -kInf;
+    for (std::size_t i = 0; i < t; ++i) mask[r * t + i] = keep[i / bs];
+  }
+}
+
+}  // namespace dsv4::kernels
