@@ -160,7 +160,8 @@ TEST(TokenizerReal, TemplatePostProcessorMatchesTheTokenizersLibrary) {
       "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
       "special_tokens": {"<｜begin▁of▁sentence｜>": {"id": "<｜begin▁of▁sentence｜>", "ids": [0], "tokens": ["<｜begin▁of▁sentence｜>"]},
                          "<｜end▁of▁sentence｜>": {"id": "<｜end▁of▁sentence｜>", "ids": [1], "tokens": ["<｜end▁of▁sentence｜>"]}}})");
-  const std::string file = test::test_data_dir() + "/tokenizer-template-test-" + std::to_string(::getpid()) + ".json";
+  test::TempFile template_file("template");
+  const std::string& file = template_file.path();
   {
     std::ofstream out(file, std::ios::binary);
     out << doc.dump();
@@ -170,11 +171,9 @@ TEST(TokenizerReal, TemplatePostProcessorMatchesTheTokenizersLibrary) {
   test::TempFile corpus("docs"), ids_file("ids");
   test::write_docs(corpus.path(), docs);
   json summary;
-  const bool ran = test::run_reference("encode --tokenizer " + test::shell_quote(file) + " --corpus " +
-                                           test::shell_quote(corpus.path()) + " --out " + test::shell_quote(ids_file.path()),
-                                       summary);
-  std::filesystem::remove(file);
-  ASSERT_TRUE(ran);
+  ASSERT_TRUE(test::run_reference("encode --tokenizer " + test::shell_quote(file) + " --corpus " +
+                                      test::shell_quote(corpus.path()) + " --out " + test::shell_quote(ids_file.path()),
+                                  summary));
   std::vector<Ids> ref;
   ASSERT_TRUE(test::read_reference_ids(ids_file.path(), ref));
   for (std::size_t d = 0; d < docs.size(); ++d) {
