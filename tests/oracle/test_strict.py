@@ -218,5 +218,20 @@ class TranscendentalTest(unittest.TestCase):
         self.assertEqual(got[5], x[5])                          # the input itself above 20
 
 
+class LibmFallbackTest(unittest.TestCase):
+    """The element-wise glibc path strict.py takes when numpy's ufuncs are not glibc's (numpy's
+    AVX-512 dispatch): one- and two-argument functions, overflow and domain errors as IEEE."""
+
+    def test_one_and_two_argument_functions(self):
+        self.assertEqual(st._safe(math.exp)(1.5), math.exp(1.5))
+        self.assertEqual(st._safe(math.exp)(1e6), math.inf)
+        self.assertTrue(math.isnan(st._safe(math.log1p)(-2.0)))
+        self.assertEqual(st._safe(math.pow)(160000.0, 0.25), math.pow(160000.0, 0.25))
+        self.assertEqual(st._safe(math.pow)(10.0, 400.0), math.inf)
+        vec = st._libm_vectorised(math.cos)
+        x = np.array([0.0, 1.0, -3.0])
+        self.assertTrue(np.array_equal(vec(x), np.array([math.cos(v) for v in x])))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -484,9 +484,9 @@ def _as_f32(x):
 # ---------------------------------------------------------------------------------------------
 
 def _safe(fn):
-    def g(v):
+    def g(*v):
         try:
-            return fn(v)
+            return fn(*v)
         except OverflowError:
             return math.inf
         except ValueError:
