@@ -2,6 +2,7 @@
 #include "kernels/linear.h"
 
 #include <bit>
+#include <cstring>
 #include <vector>
 
 #include "numeric/e2m1.h"
@@ -138,62 +139,80 @@ void WeightRef::dequant_row(std::size_t r, std::span<double> out) const {
 
 void linear(std::span<const float> x, std::size_t m, const WeightRef& w, std::span<float> out,
             Numerics mode) {
+  LinearOptions opt;
+  opt.mode = mode;
+  linear(x, m, w, out, opt);
+}
+
+namespace {
+void run_rows(std::size_t n, ThreadPool* pool, const ThreadPool::RangeFn& fn) {
+  if (pool == nullptr) fn(0, n);
+  else pool->parallel_for(n, fn);
+}
+}  // namespace
+
+void linear(std::span<const float> x, std::size_t m, const WeightRef& w, std::span<float> out,
+            const LinearOptions& opt) {
+  const Numerics mode = opt.mode;
   const std::size_t n = w.rows, k = w.cols;
   if (x.size() != m * k)
     fail("linear: input has {} elements, expected {}x{} for a {} weight [{}, {}]", x.size(), m, k,
          weight_format_name(w.format), n, k);
   if (out.size() != m * n) fail("linear: output has {} elements, expected {}x{}", out.size(), m, n);
   if (w.data == nullptr && n * k != 0) fail("linear: {} weight without data", weight_format_name(w.format));
-
   if (w.format == WeightFormat::kF32 || w.format == WeightFormat::kBF16) {
     // fp32 operands: the float path of strict_dot (products exact in float64).
-    std::vector<float> row(k);
-    const bool to_bf16 = w.format == WeightFormat::kBF16;
-    for (std::size_t j = 0; j < n; ++j) {
-      if (to_bf16) {
-        const BF16* wr = static_cast<const BF16*>(w.data) + j * k;
-        for (std::size_t c = 0; c < k; ++c) row[c] = bf16_to_f32(wr[c]);
-      } else {
-        const float* wr = static_cast<const float*>(w.data) + j * k;
-        row.assign(wr, wr + k);
-      }
-      for (std::size_t i = 0; i < m; ++i) {
-        float v;
-        if (mode == Numerics::kStrict) {
-          v = strict_dot(x.subspan(i * k, k), row);
+    const bool to_bf16 = w.format == WeightFormat::kBF16 && !opt.f32_output;
+    run_rows(n, opt.pool, [&](std::size_t j0, std::size_t j1) {
+      std::vector<float> row(k);
+      for (std::size_t j = j0; j < j1; ++j) {
+        if (w.format == WeightFormat::kBF16) {
+          const BF16* wr = static_cast<const BF16*>(w.data) + j * k;
+          for (std::size_t c = 0; c < k; ++c) row[c] = bf16_to_f32(wr[c]);
         } else {
-          float acc = 0.0f;
-          for (std::size_t c = 0; c < k; ++c) acc += x[i * k + c] * row[c];
-          v = acc;
+          std::memcpy(row.data(), static_cast<const float*>(w.data) + j * k, k * sizeof(float));
         }
-        out[i * n + j] = to_bf16 ? round_bf16(v) : v;
+        for (std::size_t i = 0; i < m; ++i) {
+          float v;
+          if (mode == Numerics::kStrict) {
+            v = strict_dot(x.subspan(i * k, k), row);
+          } else {
+            float acc = 0.0f;
+            for (std::size_t c = 0; c < k; ++c) acc += x[i * k + c] * row[c];
+            v = acc;
+          }
+          out[i * n + j] = to_bf16 ? round_bf16(v) : v;
+        }
       }
-    }
+    });
     return;
   }
-
-  if (k % kBlock != 0)
+  if (opt.quantize_input && k % kBlock != 0)
     fail("linear: {} weight needs K % {} == 0 for act_quant, got K = {}", weight_format_name(w.format),
          kBlock, k);
   if (w.scale == nullptr && n * k != 0) fail("linear: {} weight without scales", weight_format_name(w.format));
-  // Activations: act_quant once per row, kept as exact float64 values.
+  // Activations: act_quant once per row, kept as exact float64 values (or the input as is).
   std::vector<double> a(m * k);
-  {
+  if (opt.quantize_input) {
     std::vector<BF16> xb(k);
     std::vector<std::uint8_t> q(k), s(k / kBlock);
     for (std::size_t i = 0; i < m; ++i) act_dequant_row(x.data() + i * k, k, xb, q, s, a.data() + i * k);
+  } else {
+    for (std::size_t i = 0; i < m * k; ++i) a[i] = x[i];
   }
-  std::vector<double> row(k);
-  for (std::size_t j = 0; j < n; ++j) {
-    w.dequant_row(j, row);
-    for (std::size_t i = 0; i < m; ++i) {
-      const double* ai = a.data() + i * k;
-      const float v = mode == Numerics::kStrict
-                          ? strict_dot64(std::span<const double>(ai, k), row)
-                          : fast_dot64(ai, row.data(), k);
-      out[i * n + j] = round_bf16(v);
+  run_rows(n, opt.pool, [&](std::size_t j0, std::size_t j1) {
+    std::vector<double> row(k);
+    for (std::size_t j = j0; j < j1; ++j) {
+      w.dequant_row(j, row);
+      for (std::size_t i = 0; i < m; ++i) {
+        const double* ai = a.data() + i * k;
+        const float v = mode == Numerics::kStrict
+                            ? strict_dot64(std::span<const double>(ai, k), row)
+                            : fast_dot64(ai, row.data(), k);
+        out[i * n + j] = round_bf16(v);
+      }
     }
-  }
+  });
 }
 
 }  // namespace dsv4::kernels

@@ -18,6 +18,7 @@
 
 #include "kernels/strict_dot.h"
 #include "numeric/bf16.h"
+#include "util/thread_pool.h"
 
 namespace dsv4::kernels {
 
@@ -62,5 +63,22 @@ struct WeightRef {
 // FP8/FP4 need K % 32 == 0 (act_quant blocks). Shape mismatches throw dsv4::Error.
 void linear(std::span<const float> x, std::size_t m, const WeightRef& w, std::span<float> out,
             Numerics mode = Numerics::kStrict);
+
+struct LinearOptions {
+  Numerics mode = Numerics::kStrict;
+  // FP8/FP4 weights: act_quant the input first (§2.3), as every FP8/FP4 linear of the model does.
+  // false: the input's own (bf16) values times the exact weight values, bf16 output — the
+  // reference's bf16 einsum with wo_a dequantized at conversion (§3.2 step 6, §6.1 step 7), done
+  // here on the stored FP8 weight without a bf16 copy (E4M3 × 2^k is exact in bf16).
+  bool quantize_input = true;
+  // BF16 weights: keep the fp32 result instead of rounding it to bf16 — the reference's fp32
+  // F.linear on a bf16 parameter promoted at load (gate, head, ratio-2 compressor, §2.6).
+  bool f32_output = false;
+  // Output features are split over the pool's threads in fixed ranges; every output element is
+  // computed by the same code whatever the split, so results do not depend on the thread count.
+  ThreadPool* pool = nullptr;
+};
+void linear(std::span<const float> x, std::size_t m, const WeightRef& w, std::span<float> out,
+            const LinearOptions& opt);
 
 }  // namespace dsv4::kernels

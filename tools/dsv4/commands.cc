@@ -22,6 +22,7 @@ void register_all(CLI::App& app) {
   register_validate(app);
   register_tokenize(app);
   register_chat_template(app);
+  register_logits(app);  // logits and run
 }
 
 int run_selected(CLI::App& app) {

@@ -20,5 +20,6 @@ void register_make_fixture(CLI::App& app);
 void register_validate(CLI::App& app);
 void register_tokenize(CLI::App& app);       // tokenize and detokenize
 void register_chat_template(CLI::App& app);
+void register_logits(CLI::App& app);        // logits and run
 
 }  // namespace dsv4::cli

@@ -1,0 +1,318 @@
+// See attention.h.
+#include "model/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "kernels/sparse_attention.h"
+#include "kernels/topk.h"
+#include "model/compressor.h"
+#include "model/indexer.h"
+#include "model/model_qdq.h"
+#include "util/error.h"
+
+namespace dsv4 {
+namespace {
+
+// A window part: the kv rows the call attends (row i at position rows_pos[i]) and each query's
+// window slots (indices into rows, −1 = empty) [S, W].
+struct WindowPart {
+  std::vector<float> rows;
+  std::vector<std::int64_t> rows_pos;
+  std::vector<std::int64_t> slots;
+  std::size_t width = 0;
+};
+
+// Compact window for a call at any start_pos: a query at p sees positions max(0, p−W+1) .. p,
+// from the ring for earlier positions plus this call. Row i of `rows` is position lo + i.
+WindowPart window_compact(LayerCache& cache, std::span<const float> kv, std::size_t S,
+                          std::int64_t start_pos, std::size_t W, std::size_t D) {
+  WindowPart wp;
+  const std::int64_t Wi = static_cast<std::int64_t>(W);
+  const std::int64_t lo = std::max<std::int64_t>(0, start_pos - Wi + 1);
+  for (std::int64_t p = lo; p < start_pos; ++p) {
+    const auto slot = static_cast<std::size_t>(p % Wi);
+    if (cache.win_pos[slot] != p)
+      fail("window ring does not hold position {} (calls on a sequence must be contiguous)", p);
+    wp.rows.insert(wp.rows.end(), cache.win_kv.begin() + static_cast<std::ptrdiff_t>(slot * D),
+                   cache.win_kv.begin() + static_cast<std::ptrdiff_t>((slot + 1) * D));
+    wp.rows_pos.push_back(p);
+  }
+  wp.rows.insert(wp.rows.end(), kv.begin(), kv.end());
+  for (std::size_t i = 0; i < S; ++i) wp.rows_pos.push_back(start_pos + static_cast<std::int64_t>(i));
+  wp.width = W;
+  wp.slots.assign(S * W, -1);
+  for (std::size_t i = 0; i < S; ++i) {
+    const std::int64_t p = start_pos + static_cast<std::int64_t>(i);
+    const std::int64_t first = std::max<std::int64_t>(0, p - Wi + 1) - lo;
+    const std::int64_t n = std::min<std::int64_t>(p + 1, Wi);
+    for (std::int64_t a = 0; a < n; ++a) wp.slots[i * W + static_cast<std::size_t>(a)] = first + a;
+  }
+  std::vector<std::int64_t> pos(wp.rows_pos.end() - static_cast<std::ptrdiff_t>(S), wp.rows_pos.end());
+  ring_write(cache, kv, pos, W, D);
+  return wp;
+}
+
+// The reference's window part (§6.2 steps 2–3): prefill at 0 uses the chunk's own rows; decode
+// (S = 1) uses the ring in slot order with the slots listed oldest first.
+WindowPart window_reference(LayerCache& cache, std::span<const float> kv, std::size_t S,
+                            std::int64_t start_pos, std::size_t W, std::size_t D) {
+  WindowPart wp;
+  const std::int64_t Wi = static_cast<std::int64_t>(W);
+  std::vector<std::int64_t> pos(S);
+  for (std::size_t i = 0; i < S; ++i) pos[i] = start_pos + static_cast<std::int64_t>(i);
+  if (start_pos == 0) {  // the reference branches on start_pos == 0 (also for S = 1)
+    const std::size_t Wp = std::min(S, W);
+    wp.rows.assign(kv.begin(), kv.end());
+    wp.rows_pos = pos;
+    wp.width = Wp;
+    wp.slots.assign(S * Wp, -1);
+    for (std::size_t i = 0; i < S; ++i) {
+      const std::int64_t base = std::max<std::int64_t>(0, pos[i] - Wi + 1);
+      for (std::size_t a = 0; a < Wp; ++a) {
+        const std::int64_t sl = base + static_cast<std::int64_t>(a);
+        wp.slots[i * Wp + a] = sl > pos[i] ? -1 : sl;
+      }
+    }
+    ring_write(cache, kv, pos, W, D);
+    return wp;
+  }
+  if (S != 1)
+    fail("--attn-slots reference defines only a prefill at start_pos 0 and decode (one token); "
+         "got {} tokens at start_pos {} (chunked prefill needs --attn-slots compact)", S, start_pos);
+  ring_write(cache, kv, pos, W, D);
+  const std::int64_t o = (start_pos % Wi) + 1;
+  wp.rows = cache.win_kv;
+  wp.rows_pos = cache.win_pos;
+  wp.width = W;
+  wp.slots.resize(W);
+  for (std::size_t a = 0; a < W; ++a) {
+    const std::int64_t sl = (o + static_cast<std::int64_t>(a)) % Wi;
+    wp.slots[a] = sl > start_pos ? -1 : sl;
+  }
+  return wp;
+}
+
+// §6.3 / §6.5 / §6.7 for one layer: publishes what a source publishes and returns the rows each
+// query attends (−1 padding at the end) with their width.
+const std::vector<std::int64_t>& compressed_part(const ForwardContext& ctx, const LayerWeights& w,
+                                                 SequenceState& seq, Handoff& hand,
+                                                 std::span<const float> x, std::span<const float> qr,
+                                                 std::size_t S, std::int64_t start_pos,
+                                                 std::size_t* width, const std::string& tag) {
+  const ModelConfig& c = ctx.cfg;
+  const LayerRole& role = *w.role;
+  const std::int64_t r = role.ratio;
+  const auto id = static_cast<std::size_t>(role.id);
+  const auto D = static_cast<std::size_t>(c.head_dim), hd = static_cast<std::size_t>(c.index_head_dim);
+  const auto n_cmp = static_cast<std::size_t>((start_pos + static_cast<std::int64_t>(S)) / r);
+  std::vector<std::int64_t> pos(S), visible(S);
+  for (std::size_t i = 0; i < S; ++i) {
+    pos[i] = start_pos + static_cast<std::int64_t>(i);
+    visible[i] = (pos[i] + 1) / r;
+  }
+  LayerCache& cache = seq.layers[id];
+  if (role.kv_source) {
+    if (n_cmp > cache.cmp_kv.size() / D) fail("layer {}: compressed cache overflow", role.id);
+    CompressorOutput lat = compress(ctx, w, cache, x, S, start_pos);
+    if (lat.groups > 0) {
+      const auto fg = static_cast<std::size_t>(lat.first_group);
+      if (role.index_source) {  // §6.7 step 1: keys from the UN-rotated latent
+        const auto k = index_keys(ctx, w, lat.latent, lat.groups, lat.first_group);
+        std::copy(k.begin(), k.end(), cache.idx_k.begin() + static_cast<std::ptrdiff_t>(fg * hd));
+        if (ctx.opt.index_keys == IndexKeys::kReference) seq.shared_index_k = role.id;
+      }
+      ctx.dump_f32(tag + "compressor_latent", {static_cast<std::int64_t>(lat.groups), static_cast<std::int64_t>(D)},
+                   lat.latent.data());
+      // §6.3 step 3: rotate at the group's first position, FP4 QDQ (E4M3, block 16), store.
+      std::vector<std::int64_t> gpos(lat.groups);
+      for (std::size_t g = 0; g < lat.groups; ++g) gpos[g] = (lat.first_group + static_cast<std::int64_t>(g)) * r;
+      kernels::apply_rope(lat.latent, 1, D, *w.rope, gpos);
+      fp4_e4m3_qdq_inplace(lat.latent);
+      std::copy(lat.latent.begin(), lat.latent.end(), cache.cmp_kv.begin() + static_cast<std::ptrdiff_t>(fg * D));
+    }
+    hand.ran[id] = 1;
+    hand.n_cmp[id] = n_cmp;
+  }
+  if (role.kv_from < 0 || !hand.ran[static_cast<std::size_t>(role.kv_from)])
+    fail("layer {}: its kv source {} did not run this call", role.id, role.kv_from);
+
+  if (!role.index_source) {
+    const auto from = static_cast<std::size_t>(role.topk_from);
+    if (role.topk_from < 0 || hand.topk_k.size() <= from || !hand.ran[from])
+      fail("layer {}: its top-k source {} did not run", role.id, role.topk_from);
+    *width = hand.topk_k[from];
+    return hand.topk[from];
+  }
+  hand.ran[id] = 1;
+  if (n_cmp == 0) {
+    hand.topk[id].clear();
+    hand.topk_k[id] = 0;
+    *width = 0;
+    return hand.topk[id];
+  }
+  // Index keys scored (§6.7 step 3, §16.2).
+  const float* K;
+  if (ctx.opt.index_keys == IndexKeys::kReference) {
+    if (seq.shared_index_k < 0)
+      fail("layer {}: --index-keys reference and no index keys were ever published", role.id);
+    const auto& owner = seq.layers[static_cast<std::size_t>(seq.shared_index_k)].idx_k;
+    if (owner.size() / hd < n_cmp) fail("layer {}: the shared index_k slot is too short", role.id);
+    K = owner.data();
+  } else {
+    K = seq.layers[static_cast<std::size_t>(role.index_keys_from)].idx_k.data();
+  }
+  std::vector<float> I = index_scores(ctx, w, x, qr, std::span<const float>(K, n_cmp * hd), n_cmp, pos);
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  if (role.candidate_source) {
+    auto& cand = hand.cand[id];
+    cand.assign(S * n_cmp, 0);
+    kernels::select_candidate_blocks(I, S, n_cmp, visible, static_cast<std::size_t>(c.candidate_topk_blocks),
+                                     static_cast<std::size_t>(c.candidate_block_size), cand);
+    ctx.dump_b8(tag + "candidates", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(n_cmp)}, cand.data());
+  }
+  if (role.uses_candidates) {
+    const auto src = static_cast<std::size_t>(c.candidate_source_layer);
+    if (c.candidate_source_layer < 0 || hand.cand[src].size() != S * n_cmp)
+      fail("layer {}: candidate source {} did not run this call", role.id, c.candidate_source_layer);
+    for (std::size_t i = 0; i < S * n_cmp; ++i)
+      if (!hand.cand[src][i]) I[i] = neg_inf;
+  }
+  ctx.dump_f32(tag + "index_scores", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(n_cmp)}, I.data());
+  std::size_t k = 0;
+  hand.topk[id] = select_topk(I, S, n_cmp, visible, c.index_topk, ctx.opt.attn_slots == AttnSlots::kCompact, &k);
+  hand.topk_k[id] = k;
+  *width = k;
+  return hand.topk[id];
+}
+
+}  // namespace
+
+void ring_write(LayerCache& cache, std::span<const float> kv, std::span<const std::int64_t> positions,
+                std::size_t W, std::size_t D) {
+  const std::size_t n = positions.size();
+  for (std::size_t i = (n > W ? n - W : 0); i < n; ++i) {
+    const auto slot = static_cast<std::size_t>(positions[i] % static_cast<std::int64_t>(W));
+    std::copy_n(kv.begin() + static_cast<std::ptrdiff_t>(i * D), D,
+                cache.win_kv.begin() + static_cast<std::ptrdiff_t>(slot * D));
+    cache.win_pos[slot] = positions[i];
+  }
+}
+
+void project_q(const ForwardContext& ctx, const LayerWeights& w, std::span<const float> x,
+               std::size_t S, std::span<const std::int64_t> positions, std::vector<float>& qr,
+               std::vector<float>& q) {
+  const ModelConfig& c = ctx.cfg;
+  qr.resize(S * static_cast<std::size_t>(c.q_lora_rank));
+  kernels::linear(x, S, w.wq_a, qr, ctx.lin());
+  kernels::rmsnorm(qr, w.q_norm, c.norm_eps, qr, S);
+  const auto H = static_cast<std::size_t>(c.n_heads), D = static_cast<std::size_t>(c.head_dim);
+  q.resize(S * H * D);
+  kernels::linear(qr, S, w.wq_b, q, ctx.lin());
+  kernels::apply_rope(q, H, D, *w.rope, positions);
+}
+
+std::vector<float> project_window_kv(const ForwardContext& ctx, const LayerWeights& w,
+                                     std::span<const float> x, std::size_t S,
+                                     std::span<const std::int64_t> positions) {
+  const ModelConfig& c = ctx.cfg;
+  const auto D = static_cast<std::size_t>(c.head_dim);
+  std::vector<float> kv(S * D);
+  kernels::linear(x, S, w.wkv, kv, ctx.lin());
+  kernels::rmsnorm(kv, w.kv_norm, c.norm_eps, kv, S);
+  kernels::apply_rope(kv, 1, D, *w.rope, positions);
+  fp8_qdq_inplace(kv);
+  return kv;
+}
+
+void output_projection(const ForwardContext& ctx, const LayerWeights& w, std::span<const float> o,
+                       std::size_t S, std::span<float> out) {
+  const ModelConfig& c = ctx.cfg;
+  const auto G = static_cast<std::size_t>(c.o_groups), R = static_cast<std::size_t>(c.o_lora_rank);
+  const std::size_t in_g = w.wo_a.cols;  // (H / G) · D
+  std::vector<float> og(S * in_g), ug(S * R), u(S * G * R);
+  auto lin = ctx.lin();
+  lin.quantize_input = false;  // bf16 einsum on the (exactly) dequantized wo_a
+  for (std::size_t g = 0; g < G; ++g) {
+    for (std::size_t s = 0; s < S; ++s)
+      std::copy_n(o.begin() + static_cast<std::ptrdiff_t>((s * G + g) * in_g), in_g,
+                  og.begin() + static_cast<std::ptrdiff_t>(s * in_g));
+    kernels::WeightRef wg = w.wo_a;  // rows g·R .. g·R + R − 1 (R is a multiple of 32)
+    wg.rows = R;
+    wg.data = static_cast<const std::uint8_t*>(w.wo_a.data) + g * R * in_g;
+    wg.scale = w.wo_a.scale + (g * R / 32) * w.wo_a.scale_cols();
+    kernels::linear(og, S, wg, ug, lin);
+    for (std::size_t s = 0; s < S; ++s)
+      std::copy_n(ug.begin() + static_cast<std::ptrdiff_t>(s * R), R,
+                  u.begin() + static_cast<std::ptrdiff_t>((s * G + g) * R));
+  }
+  kernels::linear(u, S, w.wo_b, out, ctx.lin());
+}
+
+void attention_forward(const ForwardContext& ctx, const LayerWeights& w, SequenceState& seq,
+                       Handoff& hand, std::span<const float> x, std::size_t S,
+                       std::int64_t start_pos, std::span<float> out, const std::string& tag) {
+  const ModelConfig& c = ctx.cfg;
+  const LayerRole& role = *w.role;
+  const auto H = static_cast<std::size_t>(c.n_heads), D = static_cast<std::size_t>(c.head_dim);
+  const auto W = static_cast<std::size_t>(c.window_size);
+  std::vector<std::int64_t> pos(S);
+  for (std::size_t i = 0; i < S; ++i) pos[i] = start_pos + static_cast<std::int64_t>(i);
+  LayerCache& cache = seq.layers[static_cast<std::size_t>(role.id)];
+  const bool compact = ctx.opt.attn_slots == AttnSlots::kCompact;
+
+  std::vector<float> qr, q;
+  project_q(ctx, w, x, S, pos, qr, q);
+  const std::vector<float> kv = project_window_kv(ctx, w, x, S, pos);
+  WindowPart wp = compact ? window_compact(cache, kv, S, start_pos, W, D)
+                          : window_reference(cache, kv, S, start_pos, W, D);
+  const std::size_t offset = wp.rows.size() / D;
+
+  // kv rows: the window rows, then the kv source's compressed rows [0, n_cmp).
+  std::vector<float>& rows = wp.rows;
+  std::size_t width = wp.width, cw = 0;
+  const std::vector<std::int64_t>* sel = nullptr;
+  std::size_t n_c = 0;
+  if (role.ratio > 0) {
+    sel = &compressed_part(ctx, w, seq, hand, x, qr, S, start_pos, &cw, tag);
+    const auto src = static_cast<std::size_t>(role.kv_from);
+    n_c = hand.n_cmp[src];
+    const auto& cmp = seq.layers[src].cmp_kv;
+    rows.insert(rows.end(), cmp.begin(), cmp.begin() + static_cast<std::ptrdiff_t>(n_c * D));
+    ctx.dump_i64(tag + "attn_cmp_pos", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(cw)}, sel->data());
+  }
+  const std::size_t K = width + cw;
+  std::vector<std::int32_t> idx(S * K, -1);
+  for (std::size_t s = 0; s < S; ++s) {
+    std::size_t n = 0;
+    auto put = [&](std::int64_t v) {
+      if (compact && v < 0) return;  // compact: holes move to the end
+      idx[s * K + n++] = static_cast<std::int32_t>(v);
+    };
+    const std::size_t wrow = wp.slots.size() == width ? 0 : s;  // decode-reference: one list
+    for (std::size_t a = 0; a < width; ++a) put(wp.slots[wrow * width + a]);
+    for (std::size_t a = 0; a < cw; ++a) {
+      const std::int64_t j = (*sel)[s * cw + a];
+      put(j >= 0 ? j + static_cast<std::int64_t>(offset) : -1);
+    }
+  }
+  if (ctx.dump) {
+    std::vector<std::int64_t> sp(S * K, -1);
+    for (std::size_t i = 0; i < S * K; ++i)
+      if (idx[i] >= 0 && static_cast<std::size_t>(idx[i]) < offset) sp[i] = wp.rows_pos[static_cast<std::size_t>(idx[i])];
+    ctx.dump_i64(tag + "attn_slot_pos", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(K)}, sp.data());
+  }
+  std::vector<float> o(S * H * D);
+  const float scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
+  kernels::SparseAttnShape shape{S, H, D, rows.size() / D, K};
+  kernels::sparse_attn(q, rows, w.attn_sink, idx, scale, shape, o);
+  ctx.dump_f32(tag + "attn_core", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(H), static_cast<std::int64_t>(D)}, o.data());
+  kernels::apply_rope(o, H, D, *w.rope, pos, /*inverse=*/true);
+  output_projection(ctx, w, o, S, out);
+  (void)n_c;
+}
+
+}  // namespace dsv4

@@ -1,0 +1,97 @@
+// See indexer.h.
+#include "model/indexer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/fp32_ops.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "kernels/strict_dot.h"
+#include "kernels/topk.h"
+#include "model/model_qdq.h"
+#include "numeric/bf16.h"
+
+namespace dsv4 {
+
+std::vector<float> index_keys(const ForwardContext& ctx, const LayerWeights& w,
+                              std::span<const float> latent, std::size_t G, std::int64_t first_group) {
+  const ModelConfig& c = ctx.cfg;
+  const auto hd = static_cast<std::size_t>(c.index_head_dim);
+  std::vector<float> k(G * hd);
+  kernels::linear(latent, G, w.idx_wk, k, ctx.lin());
+  kernels::rmsnorm(k, w.idx_k_norm, c.norm_eps, k, G);
+  std::vector<std::int64_t> gpos(G);
+  for (std::size_t g = 0; g < G; ++g) gpos[g] = (first_group + static_cast<std::int64_t>(g)) * w.role->ratio;
+  kernels::apply_rope(k, 1, hd, *w.rope, gpos);
+  fp4_e8m0_qdq_inplace(k);
+  return k;
+}
+
+std::vector<float> index_scores(const ForwardContext& ctx, const LayerWeights& w,
+                                std::span<const float> x, std::span<const float> qr,
+                                std::span<const float> K, std::size_t T,
+                                std::span<const std::int64_t> positions) {
+  const ModelConfig& c = ctx.cfg;
+  const std::size_t S = positions.size();
+  const auto nh = static_cast<std::size_t>(c.index_n_heads), hd = static_cast<std::size_t>(c.index_head_dim);
+  std::vector<float> q(S * nh * hd);
+  kernels::linear(qr, S, w.idx_wq_b, q, ctx.lin());
+  kernels::apply_rope(q, nh, hd, *w.rope, positions);
+  fp4_e8m0_qdq_inplace(q);
+  const auto mult = static_cast<float>(std::pow(static_cast<double>(hd), -0.5) *
+                                       std::pow(static_cast<double>(nh), -0.5));
+  std::vector<float> wts(S * nh);
+  kernels::linear(x, S, w.idx_weights_proj, wts, ctx.lin());
+  for (float& v : wts) v = round_bf16(kernels::mul32(v, mult));
+  std::vector<float> I(S * T);
+  if (T == 0) return I;
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  auto rows = [&](std::size_t s0, std::size_t s1) {
+    std::vector<float> z(nh);
+    for (std::size_t s = s0; s < s1; ++s) {
+      const std::int64_t cs = (positions[s] + 1) / w.role->ratio;  // visible rows
+      for (std::size_t t = 0; t < T; ++t) {
+        if (static_cast<std::int64_t>(t) >= cs) {
+          I[s * T + t] = neg_inf;  // step 6 (the score itself is never used)
+          continue;
+        }
+        for (std::size_t h = 0; h < nh; ++h) {
+          const float score = round_bf16(kernels::strict_dot(
+              std::span<const float>(q.data() + (s * nh + h) * hd, hd), K.subspan(t * hd, hd)));
+          const float relu = score > 0.0f ? score : 0.0f;
+          z[h] = round_bf16(kernels::mul32(relu, wts[s * nh + h]));
+        }
+        I[s * T + t] = round_bf16(kernels::strict_sum(z));
+      }
+    }
+  };
+  if (ctx.pool) ctx.pool->parallel_for(S, rows);
+  else rows(0, S);
+  return I;
+}
+
+std::vector<std::int64_t> select_topk(std::span<const float> I, std::size_t S, std::size_t T,
+                                      std::span<const std::int64_t> visible, std::int64_t index_topk,
+                                      bool compact, std::size_t* k_out) {
+  const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(index_topk), T);
+  *k_out = k;
+  std::vector<std::int64_t> sel(S * k, -1);
+  if (k == 0) return sel;
+  std::vector<std::int64_t> order(S * k);
+  kernels::topk_lowest_index(I, S, T, k, order);
+  for (std::size_t s = 0; s < S; ++s) {
+    std::int64_t* row = order.data() + s * k;
+    // Descending value, ties by ascending index: in compact mode the first min(topk, c_s) are
+    // the top of the visible rows (an invisible row is −inf and has a higher index than any
+    // visible one, so it never outranks one).
+    const std::size_t keep =
+        compact ? std::min<std::size_t>(k, static_cast<std::size_t>(std::max<std::int64_t>(visible[s], 0))) : k;
+    std::sort(row, row + keep);
+    for (std::size_t i = 0; i < keep; ++i) sel[s * k + i] = (row[i] < visible[s]) ? row[i] : -1;
+  }
+  return sel;
+}
+
+}  // namespace dsv4

@@ -1,0 +1,36 @@
+#pragma once
+// The indexer (spec §6.7) and the two-level candidate selection (§6.8): which compressed rows
+// each query attends. Works on absolute positions: a query at position p sees rows
+// j < c_p = (p + 1) / r, so a prefill, a decode step and a chunk give the same selection.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model/forward_context.h"
+#include "model/layer_weights.h"
+
+namespace dsv4 {
+
+// §6.7 step 1: index keys of the UN-rotated latents of groups first_group .. first_group + G − 1:
+// k = k_norm(wk(latent)) (bf16 linear, RMSNorm), rotated at the group positions j·r, FP4 QDQ
+// (E8M0, block 32). Returns [G, index_head_dim].
+std::vector<float> index_keys(const ForwardContext& ctx, const LayerWeights& w,
+                              std::span<const float> latent, std::size_t G, std::int64_t first_group);
+
+// §6.7 steps 2–6: I [S, T] bf16 scores of queries at `positions` against keys K [T, hd], with
+// rows j ≥ c_s masked to −inf. x: the attention input [S, dim]; qr: q_norm(wq_a(x)) [S, q_lora].
+//   q = FP4-QDQ(rope(wq_b(qr)));  w = bf16(bf16(weights_proj(x)) · fp32(hd^−½·nh^−½));
+//   score = bf16(Σ_d q·K); z = bf16(relu(score) · w); I = bf16(Σ_h z).
+std::vector<float> index_scores(const ForwardContext& ctx, const LayerWeights& w,
+                                std::span<const float> x, std::span<const float> qr,
+                                std::span<const float> K, std::size_t T,
+                                std::span<const std::int64_t> positions);
+
+// §6.7 step 8: the chosen rows per query, ascending, [S, k] with −1 padding at the end,
+// k = min(index_topk, T). compact (§16.4): the top min(index_topk, c_s) of the visible rows;
+// reference: top-k over the whole row, rows ≥ c_s become −1. Ties by lowest index.
+std::vector<std::int64_t> select_topk(std::span<const float> I, std::size_t S, std::size_t T,
+                                      std::span<const std::int64_t> visible, std::int64_t index_topk,
+                                      bool compact, std::size_t* k_out);
+
+}  // namespace dsv4

@@ -1,0 +1,246 @@
+// See model.h. The top-level forward (spec §4) and the block with its hyper-connections (§5).
+#include "model/model.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "kernels/hyper_connections.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/strict_dot.h"
+#include "model/attention.h"
+#include "model/moe.h"
+#include "util/error.h"
+
+namespace dsv4 {
+
+std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& opts) {
+  std::unique_ptr<Model> m(new Model());
+  m->opts_ = opts;
+  m->weights_ = ModelWeights::open(dir);
+  m->pool_ = std::make_unique<ThreadPool>(opts.threads);
+  const ModelConfig& c = m->weights_->config();
+  m->max_positions_ = opts.max_positions ? opts.max_positions : static_cast<std::size_t>(c.max_seq_len);
+  // RoPE tables (§2.8), one per (base, YaRN); DSpark reads up to start_pos + block_size.
+  const std::size_t n_pos = m->max_positions_ + static_cast<std::size_t>(c.dspark_block_size) + 1;
+  std::vector<std::pair<double, bool>> keys;
+  for (const LayerRole& r : m->weights_->roles()) {
+    const std::pair<double, bool> key{r.rope_base, r.yarn};
+    std::size_t i = 0;
+    while (i < keys.size() && keys[i] != key) ++i;
+    if (i == keys.size()) {
+      kernels::RopeParams p;
+      p.dim = static_cast<std::size_t>(c.rope_head_dim);
+      p.base = r.rope_base;
+      p.yarn = r.yarn;
+      p.original_seq_len = c.original_seq_len;
+      p.factor = c.rope_factor;
+      p.beta_fast = c.beta_fast;
+      p.beta_slow = c.beta_slow;
+      keys.push_back(key);
+      m->ropes_.push_back(std::make_unique<kernels::RopeTable>(kernels::rope_table(p, n_pos)));
+    }
+    (r.is_mtp ? m->stages_ : m->layers_).push_back(LayerWeights::load(*m->weights_, r, m->ropes_[i].get()));
+  }
+  if (c.has_engram()) {
+    const std::string tok = (std::filesystem::path(dir) / "tokenizer.json").string();
+    if (!std::filesystem::exists(tok))
+      fail("{}: the model has Engram layers, which need tokenizer.json for the compressed token map "
+           "(spec §8.2)", tok);
+    m->engram_map_ = std::make_unique<EngramTokenMap>(build_engram_token_map(tok));
+    m->hasher_ = std::make_unique<EngramHasher>(c, *m->engram_map_);
+  }
+  return m;
+}
+
+std::unique_ptr<SequenceState> Model::new_sequence(std::size_t max_len) const {
+  if (max_len == 0) max_len = max_positions_;
+  if (max_len > max_positions_)
+    fail("context {} exceeds the model's {} positions (RoPE tables; raise max positions)", max_len,
+         max_positions_);
+  return std::make_unique<SequenceState>(config(), weights_->roles(), max_len);
+}
+
+void Model::check_call(const SequenceState& seq, std::span<const std::int64_t> ids) const {
+  const ModelConfig& c = config();
+  if (ids.empty()) fail("forward needs at least one token");
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= c.vocab_size)
+      fail("token id {} at index {} is out of range 0..{}", ids[i], i, c.vocab_size - 1);
+  const std::int64_t end = seq.pos() + static_cast<std::int64_t>(ids.size());
+  if (end > static_cast<std::int64_t>(seq.max_len()))
+    fail("context overflow: positions up to {} exceed the sequence's context of {} tokens", end - 1,
+         seq.max_len());
+  if (opts_.forward.attn_slots == AttnSlots::kReference && !(seq.pos() == 0 || ids.size() == 1))
+    fail("--attn-slots reference reproduces the reference's slot lists, which exist only for a "
+         "prefill at position 0 and decode (one token); chunked prefill ({} tokens at {}) needs "
+         "--attn-slots compact", ids.size(), seq.pos());
+}
+
+std::vector<float> Model::embed(std::span<const std::int64_t> ids) const {
+  const ModelConfig& c = config();
+  const auto dim = static_cast<std::size_t>(c.dim), hc = static_cast<std::size_t>(c.hc_mult);
+  const std::span<const BF16> table = weights_->bf16("embed.weight");
+  // §4 steps 3 and 5: bf16 embedding rows, copied to the hc copies.
+  std::vector<float> X(ids.size() * hc * dim);
+  for (std::size_t t = 0; t < ids.size(); ++t)
+    for (std::size_t ci = 0; ci < hc; ++ci)
+      for (std::size_t d = 0; d < dim; ++d)
+        X[(t * hc + ci) * dim + d] = bf16_to_f32(table[static_cast<std::size_t>(ids[t]) * dim + d]);
+  return X;
+}
+
+std::vector<float> Model::forward(SequenceState& seq, std::span<const std::int64_t> ids, Dump* dump) {
+  const BatchItem item{&seq, ids};
+  return std::move(run({&item, 1}, dump)[0]);
+}
+
+std::vector<std::vector<float>> Model::forward_batch(std::span<const BatchItem> items) {
+  return run(items, nullptr);
+}
+
+void Model::block(const ForwardContext& ctx, const LayerWeights& w, std::size_t N,
+                  std::vector<float>& X, std::vector<float>& pre, std::span<const std::uint8_t> image,
+                  const AttnFn& attn, const std::string& tag) const {
+  const ModelConfig& c = ctx.cfg;
+  const auto dim = static_cast<std::size_t>(c.dim), hc = static_cast<std::size_t>(c.hc_mult);
+  kernels::HcParams hp;
+  hp.hc = hc;
+  hp.iters = static_cast<int>(c.hc_sinkhorn_iters);
+  hp.eps = c.hc_eps;
+  std::vector<float> pre_a(N * hc), post_a(N * hc), comb_a(N * hc * hc);
+  std::vector<float> pre_f(N * hc), post_f(N * hc), comb_f(N * hc * hc);
+  std::vector<float> h(N * dim), y(N * dim), Xn(X.size());
+  // Attention sublayer: its input uses the previous block's FFN pre (delayed pre-mix, §5.4).
+  kernels::hc_mixes(X, w.hc_attn.fn, w.hc_attn.scale, w.hc_attn.base, c.norm_eps, N, dim, hp, pre_a,
+                    post_a, comb_a);
+  kernels::hc_pre(X, pre, N, hc, dim, h);
+  kernels::rmsnorm(h, w.attn_norm, c.norm_eps, h, N);
+  ctx.dump_f32(tag + "attn_in", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(dim)}, h.data());
+  attn(h, y);
+  ctx.dump_f32(tag + "attn_out", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(dim)}, y.data());
+  kernels::hc_post(y, X, post_a, comb_a, N, hc, dim, Xn);
+  X.swap(Xn);
+  // FFN sublayer: its input uses this block's attention pre.
+  kernels::hc_mixes(X, w.hc_ffn.fn, w.hc_ffn.scale, w.hc_ffn.base, c.norm_eps, N, dim, hp, pre_f,
+                    post_f, comb_f);
+  kernels::hc_pre(X, pre_a, N, hc, dim, h);
+  kernels::rmsnorm(h, w.ffn_norm, c.norm_eps, h, N);
+  std::vector<std::int64_t> idx;
+  std::vector<float> wts;
+  moe_forward(ctx, w, h, N, image, y, ctx.dump ? &idx : nullptr, ctx.dump ? &wts : nullptr);
+  if (ctx.dump) {
+    const auto k = static_cast<std::int64_t>(idx.size() / N);
+    ctx.dump_f32(tag + "ffn_in", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(dim)}, h.data());
+    ctx.dump_i64(tag + "moe_idx", {static_cast<std::int64_t>(N), k}, idx.data());
+    ctx.dump_f32(tag + "moe_wts", {static_cast<std::int64_t>(N), k}, wts.data());
+    ctx.dump_f32(tag + "moe_out", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(dim)}, y.data());
+    ctx.dump_f32(tag + "hc_attn_pre", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(hc)}, pre_a.data());
+    ctx.dump_f32(tag + "hc_ffn_pre", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(hc)}, pre_f.data());
+  }
+  kernels::hc_post(y, X, post_f, comb_f, N, hc, dim, Xn);
+  X.swap(Xn);
+  pre.swap(pre_f);
+  ctx.dump_f32(tag + "out", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(hc), static_cast<std::int64_t>(dim)}, X.data());
+}
+
+std::vector<std::vector<float>> Model::run(std::span<const BatchItem> items, Dump* dump) {
+  const ModelConfig& c = config();
+  if (items.empty()) return {};
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (items[i].seq == nullptr) fail("batch item {} has no sequence", i);
+    for (std::size_t j = 0; j < i; ++j)
+      if (items[j].seq == items[i].seq) fail("batch items {} and {} feed the same sequence", j, i);
+    check_call(*items[i].seq, items[i].ids);
+  }
+  ForwardContext ctx{c, opts_.forward, pool_.get(), items.size() == 1 ? dump : nullptr};
+  const auto dim = static_cast<std::size_t>(c.dim), hc = static_cast<std::size_t>(c.hc_mult);
+  // Rows of the batch: item i owns rows [row0[i], row0[i] + S_i).
+  std::vector<std::size_t> row0(items.size() + 1, 0);
+  for (std::size_t i = 0; i < items.size(); ++i) row0[i + 1] = row0[i] + items[i].ids.size();
+  const std::size_t N = row0.back();
+  std::vector<std::int64_t> all_ids;
+  for (const BatchItem& it : items) all_ids.insert(all_ids.end(), it.ids.begin(), it.ids.end());
+
+  // §4 steps 1–2: Engram hashes per sequence (text only: no image mask yet).
+  std::vector<std::int64_t> hashes;
+  std::size_t cols = 0, n_eng = 0;
+  if (hasher_) {
+    cols = hasher_->columns();
+    n_eng = hasher_->layers();
+    hashes.resize(N * n_eng * cols);
+    for (std::size_t i = 0; i < items.size(); ++i)
+      hasher_->hash(items[i].seq->engram_ids, items[i].ids, items[i].seq->pos(), {},
+                    std::span<std::int64_t>(hashes.data() + row0[i] * n_eng * cols, items[i].ids.size() * n_eng * cols));
+  }
+  // Steps 3, 5, 6.
+  std::vector<float> X = embed(all_ids);
+  std::vector<float> pre(N * hc, 0.0f);
+  for (std::size_t t = 0; t < N; ++t) pre[t * hc] = 1.0f;
+  ctx.dump_f32("embed", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(dim)}, nullptr == dump ? X.data() : X.data());
+
+  std::vector<Handoff> hands(items.size(), Handoff(static_cast<std::size_t>(c.n_layers)));
+  std::vector<float> targets;  // [n_targets][N, dim]
+  std::size_t n_targets = 0;
+  for (const LayerWeights& w : layers_) {
+    const LayerRole& role = *w.role;
+    const std::string tag = fmt::format("L{}.", role.id);
+    if (role.engram_index >= 0) {  // step 7a
+      std::vector<std::int64_t> hl(N * cols);
+      for (std::size_t t = 0; t < N; ++t)
+        std::copy_n(hashes.begin() + static_cast<std::ptrdiff_t>((t * n_eng + static_cast<std::size_t>(role.engram_index)) * cols),
+                    cols, hl.begin() + static_cast<std::ptrdiff_t>(t * cols));
+      std::vector<float> out(X.size()), gate(N * hc);
+      engram_forward(X, hl, {}, *w.engram, c, ctx.lin(), N, out, gate);
+      ctx.dump_i64(tag + "engram_hashes", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(cols)}, hl.data());
+      ctx.dump_f32(tag + "engram_gate", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(hc)}, gate.data());
+      X.swap(out);
+    }
+    if (role.dspark_target) {  // step 7b: bf16 mean over the copies
+      ++n_targets;
+      std::vector<float> v(hc);
+      for (std::size_t t = 0; t < N; ++t)
+        for (std::size_t d = 0; d < dim; ++d) {
+          for (std::size_t ci = 0; ci < hc; ++ci) v[ci] = X[(t * hc + ci) * dim + d];
+          targets.push_back(round_bf16(kernels::strict_mean(v)));
+        }
+    }
+    auto attn = [&](std::span<const float> a_in, std::span<float> a_out) {
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        const std::size_t S = items[i].ids.size();
+        attention_forward(ctx, w, *items[i].seq, hands[i], a_in.subspan(row0[i] * dim, S * dim), S,
+                          items[i].seq->pos(), a_out.subspan(row0[i] * dim, S * dim), tag);
+      }
+    };
+    block(ctx, w, N, X, pre, {}, attn, tag);
+  }
+  // Steps 8–9: collapse with the last FFN pre, final norm, fp32 head on every position.
+  std::vector<float> x(N * dim);
+  kernels::hc_pre(X, pre, N, hc, dim, x);
+  kernels::rmsnorm(x, weights_->bf16("norm.weight"), c.norm_eps, x, N);
+  ctx.dump_f32("final_x", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(dim)}, x.data());
+  const auto V = static_cast<std::size_t>(c.vocab_size);
+  std::vector<float> logits(N * V);
+  auto lin = ctx.lin();
+  lin.f32_output = true;
+  kernels::linear(x, N, weights_->matrix("head.weight"), logits, lin);
+
+  std::vector<std::vector<float>> out(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    SequenceState& seq = *items[i].seq;
+    const std::size_t S = items[i].ids.size();
+    out[i].assign(logits.begin() + static_cast<std::ptrdiff_t>(row0[i] * V),
+                  logits.begin() + static_cast<std::ptrdiff_t>((row0[i] + S) * V));
+    // Step 11: the DSpark target hiddens of this call, [S, n_targets · dim].
+    seq.main_hidden.assign(S * n_targets * dim, 0.0f);
+    for (std::size_t k = 0; k < n_targets; ++k)
+      for (std::size_t t = 0; t < S; ++t)
+        std::copy_n(targets.begin() + static_cast<std::ptrdiff_t>((k * N + row0[i] + t) * dim), dim,
+                    seq.main_hidden.begin() + static_cast<std::ptrdiff_t>((t * n_targets + k) * dim));
+    seq.main_hidden_rows = S;
+    seq.advance(S);
+  }
+  return out;
+}
+
+}  // namespace dsv4

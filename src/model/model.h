@@ -1,0 +1,101 @@
+#pragma once
+// The DeepSeek V4.1 text model (spec §4–§9): loads a model directory and runs the forward pass
+// for a batch of sequences, each with its own state and position.
+//
+//   auto m = Model::load(dir, opts);
+//   auto seq = m->new_sequence(max_len);
+//   std::vector<float> logits = m->forward(*seq, ids);     // [S, vocab], every position
+//
+// Call patterns: any sequence of calls on a SequenceState, each continuing where the previous
+// ended (start_pos = seq.pos()): a prefill, token-by-token decode, or chunks of any size. With the
+// default switches (own index keys, compact slot lists) every position's logits are the same
+// bits whichever way the tokens were fed, and whichever other sequences share the batch, and
+// whatever the thread count.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/rope.h"
+#include "model/engram.h"
+#include "model/forward_context.h"
+#include "model/layer_weights.h"
+#include "model/model_weights.h"
+#include "model/sequence_state.h"
+#include "text/engram_token_map.h"
+#include "util/thread_pool.h"
+
+namespace dsv4 {
+
+struct ModelOptions {
+  ForwardOptions forward;
+  std::size_t threads = 1;        // 0: all hardware threads
+  std::size_t max_positions = 0;  // RoPE table length; 0: the config's max_seq_len
+};
+
+// One sequence's part of a batched call.
+struct BatchItem {
+  SequenceState* seq = nullptr;
+  std::span<const std::int64_t> ids;
+};
+
+// What forward_spec returns at start_pos > 0 (spec §9.4).
+struct SpecOutput {
+  std::vector<std::int64_t> ids;  // anchor + block_size drafts
+  std::vector<float> logits;      // [block_size, vocab] with the Markov bias
+  std::vector<float> confidence;  // [block_size]
+};
+
+class Model {
+ public:
+  static std::unique_ptr<Model> load(const std::string& dir, const ModelOptions& opts = {});
+
+  const ModelConfig& config() const { return weights_->config(); }
+  const ModelWeights& weights() const { return *weights_; }
+  const ForwardOptions& options() const { return opts_.forward; }
+  void set_options(const ForwardOptions& o) { opts_.forward = o; }
+  std::size_t threads() const { return pool_->threads(); }
+  std::size_t max_positions() const { return max_positions_; }
+
+  // A fresh sequence holding up to max_len positions (0: max_positions()).
+  std::unique_ptr<SequenceState> new_sequence(std::size_t max_len = 0) const;
+
+  // Feeds ids at the sequence's current position; returns the logits of every position [S, V].
+  // dump (optional) receives named intermediates (see docs/forward-pass.md).
+  std::vector<float> forward(SequenceState& seq, std::span<const std::int64_t> ids,
+                             Dump* dump = nullptr);
+  // A batch: each item continues its own sequence; returns each item's logits.
+  std::vector<std::vector<float>> forward_batch(std::span<const BatchItem> items);
+
+  // DSpark (spec §9): after a main call, input_id = the token just chosen, using the sequence's
+  // captured hiddens (seq.main_hidden). At start_pos 0 it seeds the stages' rings and returns an
+  // empty result; at start_pos > 0 (one main position) it drafts.
+  SpecOutput forward_spec(SequenceState& seq, std::int64_t input_id, std::int64_t start_pos,
+                          Dump* dump = nullptr);
+
+ private:
+  Model() = default;
+  void check_call(const SequenceState& seq, std::span<const std::int64_t> ids) const;
+  std::vector<std::vector<float>> run(std::span<const BatchItem> items, Dump* dump);
+  // §5.4 on X [N, hc, dim] with the delayed pre-mix `pre` [N, hc] (replaced by this block's FFN
+  // pre); attn(a_in, a_out) runs the attention sublayer on the N rows.
+  using AttnFn = std::function<void(std::span<const float>, std::span<float>)>;
+  void block(const ForwardContext& ctx, const LayerWeights& w, std::size_t N, std::vector<float>& X,
+             std::vector<float>& pre, std::span<const std::uint8_t> image, const AttnFn& attn,
+             const std::string& tag) const;
+  std::vector<float> embed(std::span<const std::int64_t> ids) const;
+
+  std::unique_ptr<ModelWeights> weights_;
+  ModelOptions opts_;
+  std::size_t max_positions_ = 0;
+  std::vector<std::unique_ptr<kernels::RopeTable>> ropes_;
+  std::vector<LayerWeights> layers_;   // backbone
+  std::vector<LayerWeights> stages_;   // DSpark
+  std::unique_ptr<EngramTokenMap> engram_map_;
+  std::unique_ptr<EngramHasher> hasher_;
+  std::unique_ptr<ThreadPool> pool_;
+};
+
+}  // namespace dsv4

@@ -1,0 +1,110 @@
+// See moe.h.
+#include "model/moe.h"
+
+#include <algorithm>
+
+#include "kernels/fp32_ops.h"
+#include "kernels/strict_dot.h"
+#include "kernels/topk.h"
+#include "kernels/transcendental.h"
+#include "numeric/bf16.h"
+#include "util/error.h"
+
+namespace dsv4 {
+namespace {
+
+using kernels::mul32;
+
+// Expert(x) for the m rows of x; weight [m] or empty (shared expert). out [m, dim].
+void expert(const ForwardContext& ctx, const ExpertWeights& e, std::span<const float> x,
+            std::size_t m, std::span<const float> weight, std::span<float> out) {
+  const std::size_t inter = e.w1.rows;
+  std::vector<float> g(m * inter), u(m * inter);
+  kernels::linear(x, m, e.w1, g, ctx.lin());
+  kernels::linear(x, m, e.w3, u, ctx.lin());
+  const auto lim = static_cast<float>(ctx.cfg.swiglu_limit);
+  const bool clamp = ctx.cfg.swiglu_limit > 0;
+  for (std::size_t i = 0; i < m * inter; ++i) {
+    float gi = g[i], ui = u[i];
+    if (clamp) {
+      ui = std::min(std::max(ui, -lim), lim);
+      gi = std::min(gi, lim);
+    }
+    float h = mul32(kernels::strict_silu(gi), ui);
+    if (!weight.empty()) h = mul32(weight[i / inter], h);
+    g[i] = round_bf16(h);
+  }
+  kernels::linear(g, m, e.w2, out, ctx.lin());
+}
+
+}  // namespace
+
+void moe_forward(const ForwardContext& ctx, const LayerWeights& w, std::span<const float> x,
+                 std::size_t N, std::span<const std::uint8_t> image, std::span<float> out,
+                 std::vector<std::int64_t>* idx_out, std::vector<float>* wts_out) {
+  const ModelConfig& c = ctx.cfg;
+  if (c.score_func != "sqrtsoftplus")
+    fail("gate: score_func '{}' is not used by V4.1 (spec §7.1)", c.score_func);
+  const auto dim = static_cast<std::size_t>(c.dim);
+  const std::size_t E = w.experts.size();
+  const auto k = static_cast<std::size_t>(w.role->is_mtp ? c.dspark_n_activated_experts : c.n_activated_experts);
+  // Gate (§7.1).
+  std::vector<float> s(N * E);
+  auto lin = ctx.lin();
+  lin.f32_output = true;
+  kernels::linear(x, N, w.gate, s, lin);
+  const auto temp = static_cast<float>(c.gate_temp);
+  std::vector<float> biased(N * E);
+  for (std::size_t t = 0; t < N; ++t) {
+    const bool img = !image.empty() && image[t];
+    const std::vector<float>& b = img ? w.gate_bias_vl : w.gate_bias;
+    for (std::size_t e = 0; e < E; ++e) {
+      float& v = s[t * E + e];
+      v = kernels::strict_sqrt(kernels::strict_softplus(v / temp));
+      biased[t * E + e] = v + b[e];
+    }
+  }
+  std::vector<std::int64_t> idx(N * k);
+  kernels::topk_lowest_index(biased, N, E, k, idx);
+  std::vector<float> wts(N * k);
+  const auto route = static_cast<float>(c.route_scale);
+  for (std::size_t t = 0; t < N; ++t) {
+    for (std::size_t j = 0; j < k; ++j) wts[t * k + j] = s[t * E + static_cast<std::size_t>(idx[t * k + j])];
+    if (k > 1) {
+      const float sum = kernels::strict_sum(std::span<const float>(wts.data() + t * k, k));
+      const float den = sum + 1e-20f;
+      for (std::size_t j = 0; j < k; ++j) wts[t * k + j] = wts[t * k + j] / den;
+    }
+    for (std::size_t j = 0; j < k; ++j) wts[t * k + j] = mul32(wts[t * k + j], route);
+  }
+  // Routed experts in increasing index, tokens grouped per expert.
+  std::vector<float> y(N * dim, 0.0f);
+  std::vector<float> xe, we, oe;
+  for (std::size_t e = 0; e < E; ++e) {
+    std::vector<std::size_t> toks;
+    xe.clear();
+    we.clear();
+    for (std::size_t t = 0; t < N; ++t)
+      for (std::size_t j = 0; j < k; ++j)
+        if (static_cast<std::size_t>(idx[t * k + j]) == e) {
+          toks.push_back(t);
+          xe.insert(xe.end(), x.begin() + static_cast<std::ptrdiff_t>(t * dim), x.begin() + static_cast<std::ptrdiff_t>((t + 1) * dim));
+          we.push_back(wts[t * k + j]);
+        }
+    if (toks.empty()) continue;
+    oe.assign(toks.size() * dim, 0.0f);
+    expert(ctx, w.experts[e], xe, toks.size(), we, oe);
+    for (std::size_t i = 0; i < toks.size(); ++i)
+      for (std::size_t d = 0; d < dim; ++d) y[toks[i] * dim + d] += oe[i * dim + d];
+  }
+  if (w.shared) {
+    std::vector<float> sh(N * dim);
+    expert(ctx, *w.shared, x, N, {}, sh);
+    for (std::size_t i = 0; i < N * dim; ++i) y[i] += sh[i];
+  }
+  for (std::size_t i = 0; i < N * dim; ++i) out[i] = round_bf16(y[i]);
+  if (idx_out) *idx_out = idx;
+  if (wts_out) *wts_out = wts;
+}
+
+}  // namespace dsv4

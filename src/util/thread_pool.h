@@ -1,0 +1,59 @@
+#pragma once
+// A fixed pool of worker threads with static, deterministic partitioning.
+//
+// parallel_for(n, fn) splits [0, n) into `threads()` contiguous ranges of near-equal size (the
+// first n % t ranges one item longer) and runs fn(begin, end) on each, the calling thread taking
+// the first range. Which thread computes which items never changes the result as long as every
+// item is computed by the same code from the same inputs — which is how the model uses it (each
+// output element of a linear layer, each attention query, each expert is one item) — so results
+// are bit-identical for any thread count. No work stealing, no dynamic scheduling.
+//
+// One parallel_for at a time per pool (calls from inside fn run inline, serially).
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace dsv4 {
+
+class ThreadPool {
+ public:
+  // threads ≥ 1 (0 means std::thread::hardware_concurrency()).
+  explicit ThreadPool(std::size_t threads = 1);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  std::size_t threads() const { return workers_.size() + 1; }
+
+  using RangeFn = std::function<void(std::size_t begin, std::size_t end)>;
+  // Runs fn over [0, n) split as described above; rethrows the first exception a range threw
+  // (after every range has finished).
+  void parallel_for(std::size_t n, const RangeFn& fn);
+
+ private:
+  void worker(std::size_t index);
+
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable start_cv_, done_cv_;
+  const RangeFn* job_ = nullptr;
+  std::size_t job_n_ = 0;
+  std::size_t generation_ = 0;
+  std::size_t pending_ = 0;
+  bool stop_ = false;
+  bool busy_ = false;
+  std::exception_ptr error_;
+};
+
+// [begin, end) of part `i` of `parts` near-equal contiguous ranges of [0, n).
+inline std::pair<std::size_t, std::size_t> static_range(std::size_t n, std::size_t parts,
+                                                        std::size_t i) {
+  const std::size_t base = n / parts, extra = n % parts;
+  const std::size_t begin = i * base + (i < extra ? i : extra);
+  return {begin, begin + base + (i < extra ? 1 : 0)};
+}
+
+}  // namespace dsv4
