@@ -1,6 +1,7 @@
 // See model.h. The top-level forward (spec §4) and the block with its hyper-connections (§5).
 #include "model/model.h"
 
+#include <cmath>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -95,6 +96,13 @@ std::vector<float> Model::forward(SequenceState& seq, std::span<const std::int64
   return std::move(run({&item, 1}, dump)[0]);
 }
 
+std::vector<float> Model::forward_compare_fast(SequenceState& seq, std::span<const std::int64_t> ids,
+                                              std::vector<double>& rel_err) {
+  const BatchItem item{&seq, ids};
+  rel_err.clear();
+  return std::move(run({&item, 1}, nullptr, &rel_err)[0]);
+}
+
 std::vector<std::vector<float>> Model::forward_batch(std::span<const BatchItem> items) {
   return run(items, nullptr);
 }
@@ -144,7 +152,8 @@ void Model::block(const ForwardContext& ctx, const LayerWeights& w, std::size_t 
   ctx.dump_f32(tag + "out", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(hc), static_cast<std::int64_t>(dim)}, X.data());
 }
 
-std::vector<std::vector<float>> Model::run(std::span<const BatchItem> items, Dump* dump) {
+std::vector<std::vector<float>> Model::run(std::span<const BatchItem> items, Dump* dump,
+                                           std::vector<double>* rel_err) {
   const ModelConfig& c = config();
   if (items.empty()) return {};
   for (std::size_t i = 0; i < items.size(); ++i) {
@@ -182,9 +191,14 @@ std::vector<std::vector<float>> Model::run(std::span<const BatchItem> items, Dum
   std::vector<Handoff> hands(items.size(), Handoff(static_cast<std::size_t>(c.n_layers)));
   std::vector<float> targets;  // [n_targets][N, dim]
   std::size_t n_targets = 0;
-  for (const LayerWeights& w : layers_) {
+  // One layer (Engram before the block, then the block) on X / pre with the given context,
+  // sequences and hand-offs.
+  auto layer = [&](const ForwardContext& lc, const LayerWeights& w, std::vector<float>& X,
+                   std::vector<float>& pre, std::span<SequenceState* const> seqs,
+                   std::vector<Handoff>& hands, bool capture) {
     const LayerRole& role = *w.role;
     const std::string tag = fmt::format("L{}.", role.id);
+    const ForwardContext& ctx = lc;
     if (role.engram_index >= 0) {  // step 7a
       std::vector<std::int64_t> hl(N * cols);
       for (std::size_t t = 0; t < N; ++t)
@@ -196,7 +210,7 @@ std::vector<std::vector<float>> Model::run(std::span<const BatchItem> items, Dum
       ctx.dump_f32(tag + "engram_gate", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(hc)}, gate.data());
       X.swap(out);
     }
-    if (role.dspark_target) {  // step 7b: bf16 mean over the copies
+    if (role.dspark_target && capture) {  // step 7b: bf16 mean over the copies
       ++n_targets;
       std::vector<float> v(hc);
       for (std::size_t t = 0; t < N; ++t)
@@ -208,11 +222,39 @@ std::vector<std::vector<float>> Model::run(std::span<const BatchItem> items, Dum
     auto attn = [&](std::span<const float> a_in, std::span<float> a_out) {
       for (std::size_t i = 0; i < items.size(); ++i) {
         const std::size_t S = items[i].ids.size();
-        attention_forward(ctx, w, *items[i].seq, hands[i], a_in.subspan(row0[i] * dim, S * dim), S,
-                          items[i].seq->pos(), a_out.subspan(row0[i] * dim, S * dim), tag);
+        attention_forward(ctx, w, *seqs[i], hands[i], a_in.subspan(row0[i] * dim, S * dim), S,
+                          seqs[i]->pos(), a_out.subspan(row0[i] * dim, S * dim), tag);
       }
     };
     block(ctx, w, N, X, pre, {}, attn, tag);
+  };
+  std::vector<SequenceState*> seqs;
+  for (const BatchItem& it : items) seqs.push_back(it.seq);
+  for (const LayerWeights& w : layers_) {
+    if (rel_err != nullptr) {
+      // Fast mode on copies of this layer's input and state (identical inputs), then strict.
+      ForwardContext fctx{c, opts_.forward, pool_.get(), nullptr};
+      fctx.opt.numerics = kernels::Numerics::kFast;
+      ForwardContext sctx = ctx;
+      sctx.opt.numerics = kernels::Numerics::kStrict;
+      std::vector<SequenceState> copies;
+      for (SequenceState* s : seqs) copies.push_back(*s);
+      std::vector<SequenceState*> cptr;
+      for (auto& s : copies) cptr.push_back(&s);
+      std::vector<Handoff> hcopy = hands;
+      std::vector<float> Xf = X, pf = pre;
+      layer(fctx, w, Xf, pf, cptr, hcopy, false);
+      layer(sctx, w, X, pre, seqs, hands, true);
+      double num = 0, den = 0;
+      for (std::size_t i = 0; i < X.size(); ++i) {
+        const double d = static_cast<double>(Xf[i]) - X[i];
+        num += d * d;
+        den += static_cast<double>(X[i]) * X[i];
+      }
+      rel_err->push_back(den > 0 ? std::sqrt(num / den) : 0.0);
+      continue;
+    }
+    layer(ctx, w, X, pre, seqs, hands, true);
   }
   // Steps 8–9: collapse with the last FFN pre, final norm, fp32 head on every position.
   std::vector<float> x(N * dim);

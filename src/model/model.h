@@ -66,6 +66,12 @@ class Model {
   // dump (optional) receives named intermediates (see docs/forward-pass.md).
   std::vector<float> forward(SequenceState& seq, std::span<const std::int64_t> ids,
                              Dump* dump = nullptr);
+  // The same call, also measuring fast against strict numerics layer by layer on IDENTICAL
+  // inputs: before each layer (Engram + block) runs in strict mode, the same layer runs in fast
+  // mode on a copy of its input and of the sequence state; rel_err[L] = ‖X_fast − X_strict‖ /
+  // ‖X_strict‖ of the layer's output residual stream. The call itself runs strict.
+  std::vector<float> forward_compare_fast(SequenceState& seq, std::span<const std::int64_t> ids,
+                                          std::vector<double>& rel_err);
   // A batch: each item continues its own sequence; returns each item's logits.
   std::vector<std::vector<float>> forward_batch(std::span<const BatchItem> items);
 
@@ -78,7 +84,8 @@ class Model {
  private:
   Model() = default;
   void check_call(const SequenceState& seq, std::span<const std::int64_t> ids) const;
-  std::vector<std::vector<float>> run(std::span<const BatchItem> items, Dump* dump);
+  std::vector<std::vector<float>> run(std::span<const BatchItem> items, Dump* dump,
+                                      std::vector<double>* rel_err = nullptr);
   // §5.4 on X [N, hc, dim] with the delayed pre-mix `pre` [N, hc] (replaced by this block's FFN
   // pre); attn(a_in, a_out) runs the attention sublayer on the N rows.
   using AttnFn = std::function<void(std::span<const float>, std::span<float>)>;

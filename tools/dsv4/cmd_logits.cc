@@ -118,14 +118,22 @@ void write_dump(const std::string& dir, const std::string& prefix, const Dump& d
 
 // Feeds ids in calls of `chunk` (0 = one call); returns the logits of every position.
 std::vector<float> feed(Model& m, SequenceState& seq, const std::vector<std::int64_t>& ids,
-                        std::size_t chunk, const std::string& dump_dir) {
+                        std::size_t chunk, const std::string& dump_dir,
+                        std::vector<std::vector<double>>* layer_errors = nullptr) {
   const std::size_t step = chunk == 0 ? ids.size() : chunk;
   std::vector<float> all;
   const std::size_t calls = (ids.size() + step - 1) / step;
   for (std::size_t s = 0, k = 0; s < ids.size(); s += step, ++k) {
     const std::size_t n = std::min(step, ids.size() - s);
     Dump d;
-    auto lg = m.forward(seq, std::span<const std::int64_t>(ids.data() + s, n), dump_dir.empty() ? nullptr : &d);
+    std::vector<float> lg;
+    const std::span<const std::int64_t> part(ids.data() + s, n);
+    if (layer_errors != nullptr) {
+      layer_errors->emplace_back();
+      lg = m.forward_compare_fast(seq, part, layer_errors->back());
+    } else {
+      lg = m.forward(seq, part, dump_dir.empty() ? nullptr : &d);
+    }
     if (!dump_dir.empty()) {
       const std::string prefix = calls == 1 ? "" : fmt::format("call{}.", k);
       if (calls > 1) {
@@ -146,10 +154,13 @@ std::vector<float> feed(Model& m, SequenceState& seq, const std::vector<std::int
 void register_logits(CLI::App& app) {
   auto* lg = app.add_subcommand("logits", "teacher-forced logits of every position (.npy)");
   static ForwardArgs la;
-  static std::string out, dump_dir;
+  static std::string out, dump_dir, layer_errors;
   add_forward_options(lg, la);
   lg->add_option("--out", out, "output .npy (float32 [T, vocab])")->required();
   lg->add_option("--dump-dir", dump_dir, "write named intermediates as .npy files into this directory");
+  lg->add_option("--layer-errors", layer_errors,
+                 "also run every layer in fast numerics on the strict layer's inputs and write the "
+                 "relative errors as JSON {\"calls\": [[per layer]...]} (the logits stay strict)");
   add_command(lg, [] {
     const auto ids = parse_ids(la.ids);
     const std::size_t chunk = parse_mode(la.mode);
@@ -157,7 +168,13 @@ void register_logits(CLI::App& app) {
     auto m = load_model(la, ids.size());
     auto seq = m->new_sequence(std::max<std::size_t>(ids.size(), 1));
     const auto t0 = std::chrono::steady_clock::now();
-    const auto logits = feed(*m, *seq, ids, chunk, dump_dir);
+    std::vector<std::vector<double>> errs;
+    const auto logits = feed(*m, *seq, ids, chunk, dump_dir, layer_errors.empty() ? nullptr : &errs);
+    if (!layer_errors.empty()) {
+      std::ofstream f(layer_errors);
+      f << nlohmann::json{{"calls", errs}}.dump() << "\n";
+      if (!f) fail("{}: cannot write", layer_errors);
+    }
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const std::int64_t shape[2] = {static_cast<std::int64_t>(ids.size()), m->config().vocab_size};
     write_npy_f32(out, shape, logits);
@@ -172,7 +189,13 @@ void register_logits(CLI::App& app) {
   static std::size_t n_new = 16;
   static double temp = 0.0;
   static bool json = false;
+  static bool dspark = false;
+  static std::string dspark_out;
   add_forward_options(run, ra);
+  run->add_flag("--dspark", dspark,
+                "also run the DSpark draft head after every step (seeded by the prefill; prints "
+                "its drafts and confidences; needs --mode prefill)");
+  run->add_option("--dspark-out", dspark_out, "with --dspark: the drafts' logits, float32 [steps, block, vocab]");
   run->add_option("-n,--n-predict", n_new, "tokens to generate");
   run->add_option("--temp", temp, "temperature (only 0, greedy, for now)");
   run->add_flag("--json", json, "print one JSON object");
@@ -184,9 +207,23 @@ void register_logits(CLI::App& app) {
     auto seq = m->new_sequence(ids.size() + n_new);
     const auto V = static_cast<std::size_t>(m->config().vocab_size);
     const auto t0 = std::chrono::steady_clock::now();
+    if (dspark && chunk != 0) fail("--dspark needs --mode prefill (the draft rings are seeded by one prefill)");
     auto logits = feed(*m, *seq, ids, chunk, "");
     const auto t1 = std::chrono::steady_clock::now();
     std::vector<std::int64_t> out;
+    nlohmann::json drafts = nlohmann::json::array();
+    std::vector<float> draft_logits;
+    std::size_t draft_steps = 0;
+    // DSpark (spec §9.5): seeded with the prefill's hiddens, then one draft per decode step.
+    auto spec = [&](std::int64_t chosen, bool seed) {
+      if (!dspark) return;
+      const std::int64_t sp = seed ? 0 : seq->pos() - 1;
+      SpecOutput o = m->forward_spec(*seq, chosen, sp);
+      if (seed) return;
+      drafts.push_back({{"start_pos", sp}, {"ids", o.ids}, {"confidence", o.confidence}});
+      draft_logits.insert(draft_logits.end(), o.logits.begin(), o.logits.end());
+      ++draft_steps;
+    };
     auto argmax = [&](const float* lg) {
       std::size_t best = 0;
       for (std::size_t v = 1; v < V; ++v)
@@ -194,11 +231,18 @@ void register_logits(CLI::App& app) {
       return static_cast<std::int64_t>(best);
     };
     std::int64_t next = argmax(logits.data() + (ids.size() - 1) * V);
+    spec(next, true);
     for (std::size_t k = 0; k < n_new; ++k) {
       out.push_back(next);
       if (k + 1 == n_new) break;
       const auto lg = m->forward(*seq, std::span<const std::int64_t>(&next, 1));
       next = argmax(lg.data());
+      spec(next, false);
+    }
+    if (!dspark_out.empty()) {
+      const std::int64_t shape[3] = {static_cast<std::int64_t>(draft_steps), m->config().dspark_block_size,
+                                     static_cast<std::int64_t>(V)};
+      write_npy_f32(dspark_out, shape, draft_logits);
     }
     const auto t2 = std::chrono::steady_clock::now();
     const double pre = std::chrono::duration<double>(t1 - t0).count();
@@ -211,6 +255,7 @@ void register_logits(CLI::App& app) {
       j["numerics"] = std::string(numerics_name(m->options().numerics));
       j["index_keys"] = std::string(index_keys_name(m->options().index_keys));
       j["attn_slots"] = std::string(attn_slots_name(m->options().attn_slots));
+      if (dspark) j["dspark"] = drafts;
       j["timings"] = {{"prefill_s", pre}, {"decode_s", dec},
                       {"prefill_tokens_per_s", ids.size() / pre},
                       {"decode_tokens_per_s", out.size() > 1 ? (out.size() - 1) / dec : 0.0}};
