@@ -186,7 +186,11 @@ std::vector<std::vector<float>> Model::run(std::span<const BatchItem> items, Dum
   std::vector<float> X = embed(all_ids);
   std::vector<float> pre(N * hc, 0.0f);
   for (std::size_t t = 0; t < N; ++t) pre[t * hc] = 1.0f;
-  ctx.dump_f32("embed", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(dim)}, nullptr == dump ? X.data() : X.data());
+  if (ctx.dump) {  // the embedding rows (copy 0 of each token)
+    std::vector<float> e(N * dim);
+    for (std::size_t t = 0; t < N; ++t) std::copy_n(X.begin() + static_cast<std::ptrdiff_t>(t * hc * dim), dim, e.begin() + static_cast<std::ptrdiff_t>(t * dim));
+    ctx.dump_f32("embed", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(dim)}, e.data());
+  }
 
   std::vector<Handoff> hands(items.size(), Handoff(static_cast<std::size_t>(c.n_layers)));
   std::vector<float> targets;  // [n_targets][N, dim]
