@@ -259,15 +259,25 @@ bool OutputParser::take_between(std::size_t avail, bool terminated, SpanKind spa
   return pos_ != before;
 }
 
-bool OutputParser::step_calls(bool at_end) {
+std::optional<std::string_view> OutputParser::take_to_marker(
+    bool at_end, const std::vector<std::string_view>& markers, SpanKind space_kind,
+    bool& progressed) {
+  progressed = false;
   const std::string_view v = rest();
-  if (v.empty()) return false;
-  const auto hit = find_first_marker(v, calls_markers_);
-  const std::size_t avail = hit ? hit->pos : safe_length(v, calls_markers_, at_end);
-  const bool progressed = take_between(avail, hit.has_value() || at_end, SpanKind::markup);
-  if (!hit) return progressed;
+  if (v.empty()) return std::nullopt;
+  const auto hit = find_first_marker(v, markers);
+  const std::size_t avail = hit ? hit->pos : safe_length(v, markers, at_end);
+  progressed = take_between(avail, hit.has_value() || at_end, space_kind);
+  if (!hit) return std::nullopt;
   junk_ = false;
-  const std::string_view m = calls_markers_[hit->which];
+  return markers[hit->which];
+}
+
+bool OutputParser::step_calls(bool at_end) {
+  bool progressed = false;
+  const auto marker = take_to_marker(at_end, calls_markers_, SpanKind::markup, progressed);
+  if (!marker) return progressed;
+  const std::string_view m = *marker;
   if (m == tags_.invoke_open) {
     state_ = State::invoke_header;
     scan_ = 0;
@@ -359,14 +369,10 @@ bool OutputParser::step_header(bool at_end) {
 }
 
 bool OutputParser::step_invoke_body(bool at_end) {
-  const std::string_view v = rest();
-  if (v.empty()) return false;
-  const auto hit = find_first_marker(v, invoke_markers_);
-  const std::size_t avail = hit ? hit->pos : safe_length(v, invoke_markers_, at_end);
-  const bool progressed = take_between(avail, hit.has_value() || at_end, SpanKind::tool_call);
-  if (!hit) return progressed;
-  junk_ = false;
-  const std::string_view m = invoke_markers_[hit->which];
+  bool progressed = false;
+  const auto marker = take_to_marker(at_end, invoke_markers_, SpanKind::tool_call, progressed);
+  if (!marker) return progressed;
+  const std::string_view m = *marker;
   if (m == tags_.param_open) {
     state_ = State::param_header;
     scan_ = 0;

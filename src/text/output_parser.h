@@ -64,6 +64,7 @@
 // same ParsedOutput as one call to parse_output, and the deltas concatenate to it.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -209,6 +210,12 @@ class OutputParser {
   bool step_after_calls();
   void on_text_marker(std::string_view marker);
   bool take_between(std::size_t avail, bool terminated, SpanKind space_kind);
+  // The body of the calls / invoke states: takes the text before the next of `markers` (the
+  // part that can no longer start one) with take_between; returns the marker found at the
+  // cursor, or nullopt when none is complete yet. `progressed`: whether anything was taken.
+  std::optional<std::string_view> take_to_marker(bool at_end,
+                                                 const std::vector<std::string_view>& markers,
+                                                 SpanKind space_kind, bool& progressed);
   void take(std::size_t n, SpanKind kind);
   void take_text(std::size_t n);
   void warn(OutputWarningKind kind, std::size_t offset, std::string message);
