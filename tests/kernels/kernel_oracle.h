@@ -1,11 +1,11 @@
 #pragma once
 // Shared helpers of the kernel tests: the .npy reader/writer (tests/common/npy_test_util.h);
-// the oracle subprocess (`python3 -m dsv4_oracle op NAME in... out...` in
-// tests/oracle, skipped when /usr/bin/python3 with NumPy is missing); and bitwise comparison
+// the oracle subprocess fixture (tests/common/oracle_op_test.h); and bitwise comparison
 // of results that reports the first mismatches with their index.
 #include <gtest/gtest.h>
 
 #include "../common/npy_test_util.h"
+#include "../common/oracle_op_test.h"
 
 #include <bit>
 #include <cmath>
@@ -41,50 +41,8 @@ std::vector<T> npy_read(const std::string& path, Shape* shape = nullptr) {
   return dsv4::test::read_npy<T>(path, shape);
 }
 
-inline constexpr const char* kPython = "/usr/bin/python3";
-
-// A test fixture with a private temporary directory and the oracle subprocess.
-class OracleTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    available_ = fs::exists(kPython) &&
-                 std::system((std::string(kPython) + " -c 'import numpy' >/dev/null 2>&1").c_str()) == 0;
-  }
-  void SetUp() override {
-    if (!available_) GTEST_SKIP() << kPython << " with numpy is not available";
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("dsv4_kernels_" + std::to_string(std::random_device{}()) + "_" +
-                                        info->test_suite_name() + "_" + info->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!dir_.empty()) {
-      std::error_code ec;
-      fs::remove_all(dir_, ec);
-    }
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  // Runs the oracle op on files of this test's directory; fails the test if it exits non-zero.
-  void run_op(const std::string& op, const std::vector<std::string>& in,
-              const std::vector<std::string>& out) {
-    std::string cmd = "cd '" + std::string(DSV4_SOURCE_DIR) + "/tests/oracle' && PYTHONDONTWRITEBYTECODE=1 " +
-                      kPython + " -m dsv4_oracle op " + op;
-    for (const auto& p : in) cmd += " '" + path(p) + "'";
-    for (const auto& p : out) cmd += " '" + path(p) + "'";
-    cmd += " 2>'" + path("stderr.txt") + "'";
-    const int rc = std::system(cmd.c_str());
-    if (rc != 0) {
-      std::ifstream err(path("stderr.txt"));
-      std::stringstream e;
-      e << err.rdbuf();
-      FAIL() << "oracle failed: " << cmd << "\n" << e.str();
-    }
-  }
-
-  static inline bool available_ = false;
-  fs::path dir_;
-};
+// The oracle subprocess fixture (tests/common/oracle_op_test.h) under the name these tests use.
+using OracleTest = dsv4::test::OracleOpTest;
 
 inline std::uint32_t bits(float f) { return std::bit_cast<std::uint32_t>(f); }
 inline float from_bits(std::uint32_t u) { return std::bit_cast<float>(u); }

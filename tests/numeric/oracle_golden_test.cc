@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../common/npy_test_util.h"
+#include "../common/oracle_op_test.h"
 #include "numeric/bf16.h"
 #include "numeric/e2m1.h"
 #include "numeric/e4m3.h"
@@ -29,49 +30,13 @@ namespace fs = std::filesystem;
 using test::read_npy;
 using test::write_npy;
 
-constexpr const char* kPython = "/usr/bin/python3";
 
 float f32_of(std::uint32_t u) { return std::bit_cast<float>(u); }
 std::uint32_t bits_of(float f) { return std::bit_cast<std::uint32_t>(f); }
 
 // ---- the oracle subprocess -------------------------------------------------------------------
 
-class OracleGolden : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    available_ = fs::exists(kPython) &&
-                 std::system((std::string(kPython) + " -c 'import numpy' >/dev/null 2>&1").c_str()) == 0;
-  }
-  void SetUp() override {
-    if (!available_) GTEST_SKIP() << kPython << " with numpy is not available";
-    dir_ = fs::temp_directory_path() /
-           ("dsv4_oracle_golden_" + std::to_string(std::random_device{}()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!dir_.empty()) {
-      std::error_code ec;
-      fs::remove_all(dir_, ec);
-    }
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  // Runs `python3 -m dsv4_oracle op NAME inputs... outputs...` in tests/oracle.
-  void run_op(const std::string& op, const std::vector<std::string>& in,
-              const std::vector<std::string>& out) {
-    std::string cmd = "cd '" + std::string(DSV4_SOURCE_DIR) + "/tests/oracle' && PYTHONDONTWRITEBYTECODE=1 " +
-                      kPython + " -m dsv4_oracle op " + op;
-    for (const auto& p : in) cmd += " '" + path(p) + "'";
-    for (const auto& p : out) cmd += " '" + path(p) + "'";
-    cmd += " 2>'" + path("stderr.txt") + "'";
-    const int rc = std::system(cmd.c_str());
-    ASSERT_EQ(rc, 0) << "oracle failed: " << cmd;
-  }
-
-  static inline bool available_ = false;
-  fs::path dir_;
-};
+using OracleGolden = test::OracleOpTest;  // tests/common/oracle_op_test.h
 
 // Compares two code/bit vectors and reports the first mismatches with their inputs.
 template <class T, class In>
