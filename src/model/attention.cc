@@ -307,8 +307,15 @@ void attention_forward(const ForwardContext& ctx, const LayerWeights& w, Sequenc
   }
   std::vector<float> o(S * H * D);
   const float scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
-  kernels::SparseAttnShape shape{S, H, D, rows.size() / D, K};
-  kernels::sparse_attn(q, rows, w.attn_sink, idx, scale, shape, o);
+  // Queries are independent: split them over the pool (each query's arithmetic is unchanged).
+  auto attend = [&](std::size_t s0, std::size_t s1) {
+    const kernels::SparseAttnShape shape{s1 - s0, H, D, rows.size() / D, K};
+    kernels::sparse_attn(std::span<const float>(q).subspan(s0 * H * D, (s1 - s0) * H * D), rows,
+                         w.attn_sink, std::span<const std::int32_t>(idx).subspan(s0 * K, (s1 - s0) * K),
+                         scale, shape, std::span<float>(o).subspan(s0 * H * D, (s1 - s0) * H * D));
+  };
+  if (ctx.pool) ctx.pool->parallel_for(S, attend);
+  else attend(0, S);
   ctx.dump_f32(tag + "attn_core", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(H), static_cast<std::int64_t>(D)}, o.data());
   kernels::apply_rope(o, H, D, *w.rope, pos, /*inverse=*/true);
   output_projection(ctx, w, o, S, out);
