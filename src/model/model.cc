@@ -18,7 +18,12 @@ namespace dsv4 {
 std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& opts) {
   std::unique_ptr<Model> m(new Model());
   m->opts_ = opts;
+  auto progress = [&](std::string_view stage, std::size_t done, std::size_t total) {
+    if (opts.progress) opts.progress(stage, done, total);
+  };
+  progress("checkpoint", 0, 1);
   m->weights_ = ModelWeights::open(dir);
+  progress("checkpoint", 1, 1);
   m->pool_ = std::make_unique<ThreadPool>(opts.threads);
   const ModelConfig& c = m->weights_->config();
   m->max_positions_ = opts.max_positions ? opts.max_positions : static_cast<std::size_t>(c.max_seq_len);
@@ -42,13 +47,16 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
       m->ropes_.push_back(std::make_unique<kernels::RopeTable>(kernels::rope_table(p, n_pos)));
     }
     (r.is_mtp ? m->stages_ : m->layers_).push_back(LayerWeights::load(*m->weights_, r, m->ropes_[i].get()));
+    progress("layers", m->layers_.size() + m->stages_.size(), m->weights_->roles().size());
   }
   if (c.has_engram()) {
     const std::string tok = (std::filesystem::path(dir) / "tokenizer.json").string();
     if (!std::filesystem::exists(tok))
       fail("{}: the model has Engram layers, which need tokenizer.json for the compressed token map "
            "(spec §8.2)", tok);
+    progress("engram map", 0, 1);
     m->engram_map_ = std::make_unique<EngramTokenMap>(build_engram_token_map(tok));
+    progress("engram map", 1, 1);
     m->hasher_ = std::make_unique<EngramHasher>(c, *m->engram_map_);
   }
   return m;

@@ -16,6 +16,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernels/rope.h"
@@ -33,6 +34,8 @@ struct ModelOptions {
   ForwardOptions forward;
   std::size_t threads = 1;        // 0: all hardware threads
   std::size_t max_positions = 0;  // RoPE table length; 0: the config's max_seq_len
+  // Loading stages as they happen: ("checkpoint", 0, 1) … ("layers", i, n) … ("engram map", 1, 1).
+  std::function<void(std::string_view stage, std::size_t done, std::size_t total)> progress;
 };
 
 // One sequence's part of a batched call.

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "make_fixture.h"
 #include "io/checkpoint_validation.h"
 #include "io/fixture.h"
 #include "text/engram_token_map.h"
@@ -15,16 +16,11 @@ namespace dsv4::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using Args = MakeFixtureArgs;
 
-struct Args {
-  std::string preset, config, out, tokenizer;
-  std::uint64_t seed = 0;
-  std::uint64_t shard_mib = 0;
-  bool force = false;
-  bool quiet = false;
-};
+}  // namespace
 
-int run(const Args& a) {
+int make_fixture(const MakeFixtureArgs& a) {
   if (a.preset.empty() == a.config.empty()) fail("make-fixture needs exactly one of --preset NAME or --config FILE");
   ModelConfig c = a.preset.empty() ? load_model_config(a.config) : fixture_preset(a.preset);
 
@@ -61,15 +57,14 @@ int run(const Args& a) {
   write_fixture(c, opt);
   // The written directory must pass the same validation every model passes before use.
   ModelDirSummary s = validate_model_dir(a.out, c);
-  std::printf("wrote %s: %s (seed %llu), %s tensors in %s shards, %s%s\n", a.out.c_str(), c.source.c_str(),
+  if (!a.quiet)
+    std::fprintf(stderr, "wrote %s: %s (seed %llu), %s tensors in %s shards, %s%s\n", a.out.c_str(), c.source.c_str(),
               static_cast<unsigned long long>(a.seed), with_commas(s.tensors).c_str(), with_commas(s.shards).c_str(),
               human_bytes(s.bytes).c_str(),
               a.tokenizer.empty() ? " (no tokenizer: add tokenizer.json before running Engram layers)"
                                   : fmt::format(", tokenizer with {} Engram keys", c.engram_compressed_vocab_size).c_str());
   return 0;
 }
-
-}  // namespace
 
 void register_make_fixture(CLI::App& app) {
   auto a = std::make_shared<Args>();
@@ -83,7 +78,7 @@ void register_make_fixture(CLI::App& app) {
   sub->add_option("--shard-size", a->shard_mib, "maximum shard size in MiB (default 16 for small models, 2048 for wide ones)");
   sub->add_flag("--force", a->force, "replace the model in a non-empty --out directory");
   sub->add_flag("-q,--quiet", a->quiet, "no progress output");
-  add_command(sub, [a] { return run(*a); });
+  add_command(sub, [a] { return make_fixture(*a); });
 }
 
 }  // namespace dsv4::cli

@@ -22,7 +22,10 @@ void register_all(CLI::App& app) {
   register_validate(app);
   register_tokenize(app);
   register_chat_template(app);
-  register_logits(app);  // logits and run
+  register_logits(app);
+  register_run(app);
+  register_chat(app);
+  register_perplexity(app);
 }
 
 int run_selected(CLI::App& app) {

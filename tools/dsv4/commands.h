@@ -20,6 +20,9 @@ void register_make_fixture(CLI::App& app);
 void register_validate(CLI::App& app);
 void register_tokenize(CLI::App& app);       // tokenize and detokenize
 void register_chat_template(CLI::App& app);
-void register_logits(CLI::App& app);        // logits and run
+void register_logits(CLI::App& app);
+void register_run(CLI::App& app);
+void register_chat(CLI::App& app);
+void register_perplexity(CLI::App& app);
 
 }  // namespace dsv4::cli

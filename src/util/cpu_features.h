@@ -1,0 +1,16 @@
+#pragma once
+// What SIMD the CPU this process runs on offers (runtime detection, for dispatch and reports).
+#include <string>
+
+namespace dsv4 {
+
+struct CpuFeatures {
+  bool avx2 = false, fma = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false, avx512_bf16 = false, avx512_vnni = false;
+};
+
+const CpuFeatures& cpu_features();
+// "AVX-512 (BF16, VNNI)", "AVX2+FMA" or "none": the best level the CPU has.
+std::string cpu_simd_name(const CpuFeatures& f);
+
+}  // namespace dsv4
