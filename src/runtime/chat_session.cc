@@ -79,11 +79,13 @@ ChatTurn ChatSession::turn(const std::string& user_text, const GenerationParams&
   OutputParser parser(po);
   GenerationCallbacks gcb;
   gcb.on_prefill = cb.on_prefill;
-  gcb.on_token = [&](const SampledToken&, const std::string& text) {
+  auto on_text = [&](const std::string& text) {
     if (text.empty()) return;
     const ParseDelta d = parser.feed(text);
     if (cb.on_delta && !d.empty()) cb.on_delta(d);
   };
+  gcb.on_token = [&](const SampledToken&, const std::string& text) { on_text(text); };
+  gcb.on_text = on_text;
   Generator gen(model_, tok_);
   ChatTurn t;
   t.generation = gen.generate(*seq_, prompt, p, gcb, cancel);

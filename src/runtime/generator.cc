@@ -119,6 +119,12 @@ GenerationResult Generator::generate(SequenceState& seq, std::span<const std::in
     }
     if (cb.on_token) cb.on_token(t, released);
     if (done) break;
+    if (cancelled()) {  // set during the callback: stop before spending another forward step
+      r.finish = FinishReason::kCancelled;
+      const std::string tail = finish_text();
+      if (cb.on_text && !tail.empty()) cb.on_text(tail);
+      break;
+    }
     const std::int64_t id = t.id;
     std::vector<float> lg = model_.forward(seq, std::span<const std::int64_t>(&id, 1));
     last.swap(lg);

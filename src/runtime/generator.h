@@ -67,6 +67,9 @@ struct GenerationCallbacks {
   std::function<void(std::size_t, std::size_t)> on_prefill;
   // After each sampled token: the token and the text it released (may be empty).
   std::function<void(const SampledToken&, const std::string&)> on_token;
+  // Text released at the end without a new token (the held tail after a cancellation seen
+  // between steps). Streams join on_token's and on_text's text in call order.
+  std::function<void(const std::string&)> on_text;
 };
 
 class Generator {

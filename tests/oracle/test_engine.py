@@ -124,7 +124,7 @@ class Greedy(EngineCase):
             with self.subTest(index_keys=ik):
                 want, _ = M.generate(self.oracle(ik), prompt, 64)
                 r = self.engine("run", "-m", self.model_dir, "--ids", ",".join(map(str, prompt)),
-                                "-n", "64", "--temp", "0", "--index-keys", ik, "--json")
+                                "-n", "64", "--temp", "0", "--index-keys", ik, "--numerics", "strict", "--json")
                 got = json.loads(r.stdout)["generated_ids"]
                 self.assertEqual(got, want)
                 results[ik] = got
@@ -178,7 +178,7 @@ class DSpark(EngineCase):
         prompt, n = self.ids[:20], 5
         out = os.path.join(self.tmp.name, "drafts.npy")
         r = self.engine("run", "-m", self.model_dir, "--ids", ",".join(map(str, prompt)), "-n",
-                        str(n), "--temp", "0", "--dspark", "--dspark-out", out, "--json")
+                        str(n), "--temp", "0", "--numerics", "strict", "--dspark", "--dspark-out", out, "--json")
         got = json.loads(r.stdout)
         got_logits = np.load(out)
         m = self.oracle()

@@ -87,7 +87,7 @@ def engine_check(test, model_dir, prompt, gen, logits, index_keys, tag, chunk=5,
     ids = ",".join(str(i) for i in prompt)
     t0 = time.time()
     r = subprocess.run([binary, "run", "-m", model_dir, "--ids", ids, "-n", str(len(gen)), "--temp",
-                        "0", "--index-keys", index_keys, "-t", str(threads), "--json"],
+                        "0", "--index-keys", index_keys, "--numerics", "strict", "-t", str(threads), "--json"],
                        capture_output=True, text=True)
     test.assertEqual(r.returncode, 0, r.stderr)
     test.assertEqual(json.loads(r.stdout)["generated_ids"], [int(g) for g in gen], f"{tag}: greedy ids")

@@ -172,15 +172,18 @@ int run(RunArgs& a) {
     bar.update(done, total);
     if (done == total) bar.clear();
   };
-  cb.on_token = [&](const SampledToken&, const std::string& text) {
-    if (!stream || text.empty()) return;
+  auto on_text = [&](const std::string& text) {
+    if (text.empty()) return;
     if (a.chat) {
-      printer.delta(parser.feed(text));
-    } else {
+      const ParseDelta d = parser.feed(text);
+      if (stream) printer.delta(d);
+    } else if (stream) {
       std::fwrite(text.data(), 1, text.size(), stdout);
       std::fflush(stdout);
     }
   };
+  cb.on_token = [&](const SampledToken&, const std::string& text) { on_text(text); };
+  cb.on_text = on_text;
   clear_interrupt();
   Generator gen(*m, tok);
   const GenerationResult r = gen.generate(*seq, prompt, gp, cb, &interrupt_flag());
