@@ -57,8 +57,8 @@ int make_fixture(const MakeFixtureArgs& a) {
   write_fixture(c, opt);
   // The written directory must pass the same validation every model passes before use.
   ModelDirSummary s = validate_model_dir(a.out, c);
-  if (!a.quiet)
-    std::fprintf(stderr, "wrote %s: %s (seed %llu), %s tensors in %s shards, %s%s\n", a.out.c_str(), c.source.c_str(),
+  if (!a.quiet || a.report == stdout)
+    std::fprintf(a.report, "wrote %s: %s (seed %llu), %s tensors in %s shards, %s%s\n", a.out.c_str(), c.source.c_str(),
               static_cast<unsigned long long>(a.seed), with_commas(s.tensors).c_str(), with_commas(s.shards).c_str(),
               human_bytes(s.bytes).c_str(),
               a.tokenizer.empty() ? " (no tokenizer: add tokenizer.json before running Engram layers)"

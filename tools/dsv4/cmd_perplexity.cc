@@ -110,7 +110,10 @@ int run(PplArgs& a) {
     j["mean_nll"] = mean;
     j["perplexity"] = std::exp(mean);
     j["numerics"] = std::string(numerics_name(m->options().numerics));
-    if (a.per_token) j["per_token_nll"] = std::vector<double>(nll.begin() + 1, nll.end());
+    if (a.per_token) {
+      j["ids"] = ids;
+      j["per_token_nll"] = std::vector<double>(nll.begin() + 1, nll.end());
+    }
     std::cout << j.dump() << "\n";
   } else {
     std::printf("perplexity %.6f (mean NLL %.6f nats over %zu tokens, %zu windows of up to %zu, stride %zu)\n",
@@ -130,7 +133,7 @@ void register_perplexity(CLI::App& app) {
   sub->add_option("--stride", a->stride, "tokens between window starts (default: the context, disjoint windows)");
   sub->add_flag("--no-bos", a->no_bos, "do not start the text with the begin-of-sentence token");
   sub->add_flag("--json", a->json, "print one JSON object");
-  sub->add_flag("--per-token", a->per_token, "with --json: every scored token's NLL");
+  sub->add_flag("--per-token", a->per_token, "with --json: the token ids and every scored token's NLL (token 1 onwards)");
   add_command(sub, [a] { return run(*a); });
 }
 

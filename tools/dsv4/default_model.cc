@@ -107,6 +107,7 @@ std::string ensure_default_model(bool quiet) {
   a.out = (cache / "default-tiny.partial").string();
   a.force = true;
   a.quiet = quiet;
+  a.report = stderr;  // stdout is the command's own output (e.g. run --json)
   fs::remove_all(a.out);
   make_fixture(a);
   {

@@ -1,6 +1,7 @@
 #pragma once
 // dsv4 make-fixture as a function, for the built-in default model as well.
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 namespace dsv4::cli {
@@ -11,6 +12,7 @@ struct MakeFixtureArgs {
   std::uint64_t shard_mib = 0;
   bool force = false;
   bool quiet = false;
+  std::FILE* report = stdout;  // where the one-line summary goes (the default model: stderr)
 };
 
 // Writes and validates the model directory; throws dsv4::Error on any problem.
