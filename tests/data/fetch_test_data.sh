@@ -19,7 +19,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 dest="${DSV4_TEST_DATA:-$here/downloaded}"
 mkdir -p "$dest"
 
-for tool in node npm tar sha256sum; do
+for tool in node npm; do
   command -v "$tool" >/dev/null || { echo "fetch_test_data.sh: '$tool' is required" >&2; exit 1; }
 done
 

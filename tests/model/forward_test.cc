@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "../common/test_env.h"
+#include "../common/tiny_fixture.h"
 #include "io/fixture.h"
 #include "model/engram.h"
 #include "model/model.h"
@@ -26,16 +27,7 @@ namespace fs = std::filesystem;
 class ForwardTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = (fs::temp_directory_path() / ("dsv4_forward_test_" + std::to_string(::getpid()))).string();
-    fs::remove_all(dir_);
-    const std::string tok = test::test_data_dir() + "/tokenizer.json";
-    ModelConfig c = fixture_preset("tiny");
-    c.engram_compressed_vocab_size = build_engram_token_map(tok).compressed_vocab_size;
-    FixtureOptions opt;
-    opt.seed = 1;
-    opt.out_dir = dir_;
-    opt.extra_files.push_back({tok, "tokenizer.json"});
-    write_fixture(c, opt);
+    dir_ = test::write_tiny_fixture("dsv4_forward_test", 1, "tokenizer.json");
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "../common/test_env.h"
+#include "../common/tiny_fixture.h"
 #include "io/fixture.h"
 #include "runtime/chat_session.h"
 #include "runtime/generator.h"
@@ -22,17 +23,7 @@ namespace fs = std::filesystem;
 class GenerationTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = (fs::temp_directory_path() / ("dsv4_generation_test_" + std::to_string(::getpid()))).string();
-    fs::remove_all(dir_);
-    const std::string tok = test::test_data_dir() + "/tokenizer-v41.json";
-    ModelConfig c = fixture_preset("tiny");
-    c.engram_compressed_vocab_size = build_engram_token_map(tok).compressed_vocab_size;
-    FixtureOptions opt;
-    opt.seed = 3;
-    opt.out_dir = dir_;
-    opt.extra_files.push_back({tok, "tokenizer.json"});
-    opt.extra_files.push_back({test::test_data_dir() + "/tokenizer_config.json", "tokenizer_config.json"});
-    write_fixture(c, opt);
+    dir_ = test::write_tiny_fixture("dsv4_generation_test", 3, "tokenizer-v41.json", true);
     tok_ = std::make_unique<Tokenizer>(Tokenizer::from_model_dir(dir_));
     model_ = load(1);
   }

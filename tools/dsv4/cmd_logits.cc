@@ -21,7 +21,7 @@
 
 #include "commands.h"
 #include "model_flags.h"
-#include "token_ids.h"
+#include "cli_inputs.h"
 #include "model/model.h"
 #include "util/error.h"
 #include "util/npy.h"

@@ -11,9 +11,7 @@
 // the float32 logits; the first token of the text is never scored.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -23,7 +21,7 @@
 #include "runtime/sampler.h"
 #include "text/chat_tokens.h"
 #include "text/tokenizer.h"
-#include "token_ids.h"
+#include "cli_inputs.h"
 #include "util/error.h"
 
 namespace dsv4::cli {
@@ -44,18 +42,7 @@ int run(PplArgs& a) {
     ids = parse_ids(a.ids);
   } else {
     const Tokenizer tok = Tokenizer::from_model_dir(a.model.model_dir);
-    std::string text;
-    if (a.file == "-") {
-      std::stringstream ss;
-      ss << std::cin.rdbuf();
-      text = ss.str();
-    } else {
-      std::ifstream f(a.file, std::ios::binary);
-      if (!f) fail("-f {}: cannot read the file", a.file);
-      std::stringstream ss;
-      ss << f.rdbuf();
-      text = ss.str();
-    }
+    const std::string text = read_text_input(a.file, "-f");
     if (!a.no_bos) {
       const auto bos = tok.bos_id() ? tok.bos_id() : tok.token_to_id(chat_token::kBos);
       if (bos) ids.push_back(*bos);

@@ -11,9 +11,7 @@
 // --json prints one object instead: text, content, reasoning_content, tool_calls, ids, finish
 // reason, seed, timings, usage (and logprobs with --logprobs).
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -27,7 +25,7 @@
 #include "text/chat_format.h"
 #include "text/chat_tokens.h"
 #include "text/output_parser.h"
-#include "token_ids.h"
+#include "cli_inputs.h"
 #include "util/error.h"
 #include "util/npy.h"
 
@@ -41,19 +39,6 @@ struct RunArgs {
   bool chat = false, json = false, no_bos = false, dspark = false, no_stream = false;
   std::string dspark_out;
 };
-
-std::string read_text_file(const std::string& path) {
-  if (path == "-") {
-    std::stringstream ss;
-    ss << std::cin.rdbuf();
-    return ss.str();
-  }
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail("-f {}: cannot read the file", path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 ChatOptions chat_options(const std::string& think) {
   ChatOptions o;
@@ -132,7 +117,7 @@ int run(RunArgs& a) {
       prompt.push_back(static_cast<std::int32_t>(v));
     }
   } else {
-    const std::string text = a.prompt.empty() ? read_text_file(a.file) : a.prompt;
+    const std::string text = a.prompt.empty() ? read_text_input(a.file, "-f") : a.prompt;
     if (a.chat) {
       std::vector<ChatMessage> msgs;
       if (!a.system.empty()) msgs.push_back(chat_text_message(ChatRole::System, a.system));
@@ -196,6 +181,7 @@ int run(RunArgs& a) {
   } else {
     parsed.content = r.text;
     if (stream && !r.text.empty() && r.text.back() != '\n') std::fputc('\n', stdout);
+    std::fflush(stdout);
   }
   const GenerationTimings& t = r.timings;
   if (a.json) {
@@ -226,7 +212,7 @@ int run(RunArgs& a) {
     if (a.sampling.logprobs > 0) j["logprobs"] = logprob_json(tok, r.tokens);
     std::cout << j.dump() << "\n";
   }
-  if (!a.model.quiet || !a.json)
+  if (!a.model.quiet)
     std::fprintf(stderr,
                  "%s: time to first token %.3f s; prefill %zu tokens in %.3f s (%.1f tokens/s); decode %zu tokens in "
                  "%.3f s (%.1f tokens/s); seed %lld\n",

@@ -1,6 +1,7 @@
-#include "token_ids.h"
+#include "cli_inputs.h"
 
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "util/error.h"
@@ -51,6 +52,18 @@ std::size_t parse_mode(const std::string& mode) {
     if (used == n.size() && v >= 1) return static_cast<std::size_t>(v);
   }
   fail("--mode must be prefill, decode or chunk:N with N ≥ 1, not '{}'", mode);
+}
+
+std::string read_text_input(const std::string& path, const std::string& flag) {
+  std::stringstream ss;
+  if (path == "-") {
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail("{} {}: cannot read the file", flag, path);
+  ss << f.rdbuf();
+  return ss.str();
 }
 
 }  // namespace dsv4::cli
