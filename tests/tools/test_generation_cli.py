@@ -1,6 +1,6 @@
-"""End-to-end tests of `dsv4 run`, `dsv4 chat` and `dsv4 perplexity` through pipes and a
-pseudo-terminal, on the built-in default model (the tiny synthetic preset, written on first use
-into $DSV4_CACHE_DIR with the tokenizer of $DSV4_TOKENIZER_DIR).
+"""End-to-end tests of `dsv4 run`, `dsv4 chat`, `dsv4 perplexity` (and a `bench` smoke run)
+through pipes and a pseudo-terminal, on the built-in default model (the tiny synthetic preset,
+written on first use into $DSV4_CACHE_DIR with the tokenizer of $DSV4_TOKENIZER_DIR).
 
 What is checked: the default model is used and announced as random; a seed reproduces a sampled
 run on 1 and 2 threads and another seed does not; a stop string ends the text exactly before its
@@ -133,6 +133,21 @@ class Perplexity(unittest.TestCase):
             self.assertGreater(j["perplexity"], 1.0)
         finally:
             os.unlink(f.name)
+
+
+class Bench(unittest.TestCase):
+    """A smoke run only: speed is reported, never asserted."""
+
+    def test_smoke_prints_its_figures(self):
+        r = dsv4("bench", "--smoke", "-q")
+        self.assertRegex(r.stdout, r"read bandwidth [0-9.]+ GB/s")
+        self.assertRegex(r.stdout, r"prefill: \d+ tokens .* of the (bf16 dot|fp32 FMA) peak")
+        self.assertRegex(r.stdout, r"decode: .* of the read bandwidth")
+        j = json.loads(dsv4("bench", "--smoke", "-q", "--json", "--batch", "2").stdout)
+        for k in ("machine", "prefill", "decode"):
+            self.assertIn(k, j)
+        self.assertGreater(j["machine"]["read_bandwidth_gbps_best"], 0)
+        self.assertGreater(j["decode"]["ratio_to_bandwidth"], 0)
 
 
 class ChatPipe(unittest.TestCase):

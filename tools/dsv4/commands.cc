@@ -26,6 +26,7 @@ void register_all(CLI::App& app) {
   register_run(app);
   register_chat(app);
   register_perplexity(app);
+  register_bench(app);
 }
 
 int run_selected(CLI::App& app) {

@@ -1,0 +1,160 @@
+// dsv4 bench: prefill and decode speed, as ratios to this machine's limits measured in the same
+// run (absolute times mean little on a shared host).
+//
+//   dsv4 bench [-m DIR] [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-t THREADS] [--batch B] [--json]
+//              [--numerics fast|strict] [--smoke]
+//
+// Decode: bytes read per token (the memory plan's count of the weights one step touches — dense
+// weights, the activated experts of every layer, Engram rows, the head — plus the cache rows it
+// reads, at the mean decode position) × tokens/s ÷ the read bandwidth of a STREAM-like sweep.
+// Prefill: 2 FLOP per multiply-add of the activated parameters per token (the linear layers;
+// attention's own arithmetic is not counted) ÷ the bf16 dot-product peak (fp32 FMA peak where
+// the CPU has no bf16 dot product). --smoke shrinks everything so CI can check it runs.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "io/manifest.h"
+#include "io/memory_plan.h"
+#include "io/param_count.h"
+#include "kernels/machine_probe.h"
+#include "model_flags.h"
+#include "runtime/sampler.h"
+#include "util/cpu_features.h"
+#include "util/error.h"
+#include "util/human_format.h"
+
+namespace dsv4::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct BenchArgs {
+  ModelFlags model;
+  std::size_t prompt = 128, gen = 16, batch = 1;
+  bool json = false, smoke = false;
+};
+
+int run(BenchArgs& a) {
+  if (a.smoke) {
+    a.prompt = std::min<std::size_t>(a.prompt, 16);
+    a.gen = std::min<std::size_t>(a.gen, 4);
+  }
+  if (a.prompt == 0) fail("-p must be at least 1 prompt token");
+  if (a.batch == 0) fail("--batch must be at least 1");
+  const std::size_t ctx = a.model.ctx ? a.model.ctx : a.prompt + a.gen + 1;
+  if (a.prompt + a.gen + 1 > ctx) fail("-c {} is too small for -p {} + -n {}", ctx, a.prompt, a.gen);
+  auto m = load_model(a.model, ctx);
+  const ModelConfig& c = m->config();
+
+  // The machine's limits, with the model's thread count.
+  ThreadPool pool(m->threads());
+  if (!a.model.quiet) std::fprintf(stderr, "measuring read bandwidth and arithmetic peak on %zu threads...\n", pool.threads());
+  const auto bw = kernels::measure_read_bandwidth(pool, a.smoke ? (std::size_t(64) << 20) : (std::size_t(1) << 30),
+                                                  a.smoke ? 2 : 5);
+  const auto peak = kernels::measure_peak(pool, a.smoke ? 0.02 : 0.3);
+
+  // Prefill: B sequences of `prompt` pseudo-random ids, one forward call each batch.
+  std::vector<std::unique_ptr<SequenceState>> seqs;
+  std::vector<std::vector<std::int64_t>> prompts(a.batch);
+  for (std::size_t b = 0; b < a.batch; ++b) {
+    seqs.push_back(m->new_sequence(ctx));
+    for (std::size_t i = 0; i < a.prompt; ++i)
+      prompts[b].push_back(static_cast<std::int64_t>((i * 7919 + b * 104729 + 17) % static_cast<std::size_t>(c.vocab_size)));
+  }
+  auto items = [&](std::vector<std::vector<std::int64_t>>& ids) {
+    std::vector<BatchItem> v;
+    for (std::size_t b = 0; b < a.batch; ++b) v.push_back({seqs[b].get(), ids[b]});
+    return v;
+  };
+  auto t0 = Clock::now();
+  auto it = items(prompts);
+  auto logits = m->forward_batch(it);
+  const double prefill_s = since(t0);
+  const auto V = static_cast<std::size_t>(c.vocab_size);
+  std::vector<std::vector<std::int64_t>> next(a.batch, std::vector<std::int64_t>(1));
+  for (std::size_t b = 0; b < a.batch; ++b)
+    next[b][0] = argmax(std::span<const float>(logits[b].data() + (a.prompt - 1) * V, V));
+  t0 = Clock::now();
+  for (std::size_t k = 0; k < a.gen; ++k) {
+    auto step = items(next);
+    logits = m->forward_batch(step);
+    for (std::size_t b = 0; b < a.batch; ++b) next[b][0] = argmax(logits[b]);
+  }
+  const double decode_s = since(t0);
+
+  const Manifest man = build_manifest(c);
+  const ParamCount pc = count_params(c, man, m->weights().roles());
+  const MemoryPlan plan = plan_memory(c, man, m->weights().roles(),
+                                      static_cast<std::int64_t>(a.prompt + a.gen / 2 + 1), 1);
+  const double prefill_tps = static_cast<double>(a.prompt * a.batch) / prefill_s;
+  const double decode_steps_ps = a.gen ? static_cast<double>(a.gen) / decode_s : 0.0;
+  // One step reads the weights once for the whole batch and each sequence's own cache.
+  const double bytes_per_step = static_cast<double>(plan.decode_weight_bytes) +
+                                static_cast<double>(plan.decode_cache_bytes) * static_cast<double>(a.batch);
+  const double decode_gbps = bytes_per_step * decode_steps_ps / 1e9;
+  const double prefill_gflops = 2.0 * static_cast<double>(pc.activated_total) * prefill_tps / 1e9;
+  const double peak_gflops = peak.bf16_dot_gflops > 0 ? peak.bf16_dot_gflops : peak.fp32_fma_gflops;
+
+  if (a.json) {
+    nlohmann::ordered_json j;
+    j["model"] = m->weights().dir();
+    j["threads"] = m->threads();
+    j["numerics"] = std::string(numerics_name(m->options().numerics));
+    j["cpu_simd"] = cpu_simd_name(cpu_features());
+    j["batch"] = a.batch;
+    j["machine"] = {{"read_bandwidth_gbps_best", bw.best_gbps},
+                    {"read_bandwidth_gbps_median", bw.median_gbps},
+                    {"read_bandwidth_sweeps_gbps", bw.sweeps_gbps},
+                    {"fp32_fma_peak_gflops", peak.fp32_fma_gflops},
+                    {"bf16_dot_peak_gflops", peak.bf16_dot_gflops},
+                    {"peak_isa", peak.isa}};
+    j["prefill"] = {{"tokens", a.prompt * a.batch},
+                    {"seconds", prefill_s},
+                    {"tokens_per_s", prefill_tps},
+                    {"gflops", prefill_gflops},
+                    {"ratio_to_peak", prefill_gflops / peak_gflops}};
+    j["decode"] = {{"steps", a.gen},
+                   {"seconds", decode_s},
+                   {"tokens_per_s", decode_steps_ps * static_cast<double>(a.batch)},
+                   {"bytes_per_step", bytes_per_step},
+                   {"gbps", decode_gbps},
+                   {"ratio_to_bandwidth", decode_gbps / bw.best_gbps}};
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
+  std::printf("machine: read bandwidth %.1f GB/s best, %.1f median (%d sweeps of %s); peak fp32 FMA %.1f GFLOP/s, "
+              "bf16 dot %.1f GFLOP/s (%s, %zu threads)\n",
+              bw.best_gbps, bw.median_gbps, static_cast<int>(bw.sweeps_gbps.size()), human_bytes(bw.buffer_bytes).c_str(),
+              peak.fp32_fma_gflops, peak.bf16_dot_gflops, peak.isa.c_str(), pool.threads());
+  std::printf("prefill: %zu tokens in %.3f s = %.1f tokens/s; %.2f GFLOP/s = %.3f of the %s peak\n", a.prompt * a.batch,
+              prefill_s, prefill_tps, prefill_gflops, prefill_gflops / peak_gflops,
+              peak.bf16_dot_gflops > 0 ? "bf16 dot" : "fp32 FMA");
+  std::printf("decode:  %zu steps × batch %zu in %.3f s = %.2f tokens/s; %s read per step = %.2f GB/s = %.3f of the "
+              "read bandwidth\n",
+              a.gen, a.batch, decode_s, decode_steps_ps * static_cast<double>(a.batch),
+              human_bytes(static_cast<std::uint64_t>(bytes_per_step)).c_str(), decode_gbps, decode_gbps / bw.best_gbps);
+  std::printf("(%s numerics; per-operation breakdown: not yet measured)\n",
+              std::string(numerics_name(m->options().numerics)).c_str());
+  return 0;
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app) {
+  auto a = std::make_shared<BenchArgs>();
+  CLI::App* sub = app.add_subcommand("bench", "prefill and decode speed against the machine's measured limits");
+  add_model_flags(sub, a->model);
+  sub->add_option("-p,--n-prompt", a->prompt, "prompt tokens to prefill per sequence");
+  sub->add_option("-n,--n-gen", a->gen, "decode steps");
+  sub->add_option("--batch", a->batch, "sequences decoded together");
+  sub->add_flag("--json", a->json, "print one JSON object");
+  sub->add_flag("--smoke", a->smoke, "tiny sizes and short probes (CI: checks that it runs)");
+  add_command(sub, [a] { return run(*a); });
+}
+
+}  // namespace dsv4::cli
