@@ -1,6 +1,7 @@
 #pragma once
 // What every module of the forward pass needs for one call: the config, the switches, the
 // thread pool, and where to record intermediates (dumps) when asked.
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -23,11 +24,23 @@ struct DumpTensor {
 };
 using Dump = std::map<std::string, DumpTensor>;
 
+// Wall time per operation, summed over calls (dsv4 bench's breakdown). Names are coarse
+// sections of §4–§5: embed, engram hash, engram, hc, norm, attention, moe, head.
+struct OpProfile {
+  std::map<std::string, double> seconds;
+  std::map<std::string, std::uint64_t> calls;
+  void clear() {
+    seconds.clear();
+    calls.clear();
+  }
+};
+
 struct ForwardContext {
   const ModelConfig& cfg;
   ForwardOptions opt;
   ThreadPool* pool = nullptr;
   Dump* dump = nullptr;  // null: no dumps
+  OpProfile* profile = nullptr;  // null: no timing
 
   kernels::LinearOptions lin() const {
     kernels::LinearOptions o;
@@ -38,6 +51,25 @@ struct ForwardContext {
   void dump_f32(const std::string& name, std::vector<std::int64_t> shape, const float* p) const;
   void dump_i64(const std::string& name, std::vector<std::int64_t> shape, const std::int64_t* p) const;
   void dump_b8(const std::string& name, std::vector<std::int64_t> shape, const std::uint8_t* p) const;
+};
+
+// Adds the time until its destruction to ctx.profile[name] (nothing without a profile).
+class OpTimer {
+ public:
+  OpTimer(const ForwardContext& ctx, const char* name)
+      : profile_(ctx.profile), name_(name), t0_(profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{}) {}
+  ~OpTimer() {
+    if (profile_ == nullptr) return;
+    profile_->seconds[name_] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    ++profile_->calls[name_];
+  }
+  OpTimer(const OpTimer&) = delete;
+  OpTimer& operator=(const OpTimer&) = delete;
+
+ private:
+  OpProfile* profile_;
+  const char* name_;
+  std::chrono::steady_clock::time_point t0_;
 };
 
 }  // namespace dsv4

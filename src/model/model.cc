@@ -128,23 +128,41 @@ void Model::block(const ForwardContext& ctx, const LayerWeights& w, std::size_t 
   std::vector<float> pre_f(N * hc), post_f(N * hc), comb_f(N * hc * hc);
   std::vector<float> h(N * dim), y(N * dim), Xn(X.size());
   // Attention sublayer: its input uses the previous block's FFN pre (delayed pre-mix, §5.4).
-  kernels::hc_mixes(X, w.hc_attn.fn, w.hc_attn.scale, w.hc_attn.base, c.norm_eps, N, dim, hp, pre_a,
-                    post_a, comb_a);
-  kernels::hc_pre(X, pre, N, hc, dim, h);
-  kernels::rmsnorm(h, w.attn_norm, c.norm_eps, h, N);
+  {
+    OpTimer t(ctx, "hc");
+    kernels::hc_mixes(X, w.hc_attn.fn, w.hc_attn.scale, w.hc_attn.base, c.norm_eps, N, dim, hp, pre_a,
+                      post_a, comb_a);
+    kernels::hc_pre(X, pre, N, hc, dim, h);
+  }
+  {
+    OpTimer t(ctx, "norm");
+    kernels::rmsnorm(h, w.attn_norm, c.norm_eps, h, N);
+  }
   ctx.dump_f32(tag + "attn_in", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(dim)}, h.data());
-  attn(h, y);
+  {
+    OpTimer t(ctx, "attention");
+    attn(h, y);
+  }
   ctx.dump_f32(tag + "attn_out", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(dim)}, y.data());
-  kernels::hc_post(y, X, post_a, comb_a, N, hc, dim, Xn);
-  X.swap(Xn);
-  // FFN sublayer: its input uses this block's attention pre.
-  kernels::hc_mixes(X, w.hc_ffn.fn, w.hc_ffn.scale, w.hc_ffn.base, c.norm_eps, N, dim, hp, pre_f,
-                    post_f, comb_f);
-  kernels::hc_pre(X, pre_a, N, hc, dim, h);
-  kernels::rmsnorm(h, w.ffn_norm, c.norm_eps, h, N);
+  {
+    OpTimer t(ctx, "hc");
+    kernels::hc_post(y, X, post_a, comb_a, N, hc, dim, Xn);
+    X.swap(Xn);
+    // FFN sublayer: its input uses this block's attention pre.
+    kernels::hc_mixes(X, w.hc_ffn.fn, w.hc_ffn.scale, w.hc_ffn.base, c.norm_eps, N, dim, hp, pre_f,
+                      post_f, comb_f);
+    kernels::hc_pre(X, pre_a, N, hc, dim, h);
+  }
+  {
+    OpTimer t(ctx, "norm");
+    kernels::rmsnorm(h, w.ffn_norm, c.norm_eps, h, N);
+  }
   std::vector<std::int64_t> idx;
   std::vector<float> wts;
-  moe_forward(ctx, w, h, N, image, y, ctx.dump ? &idx : nullptr, ctx.dump ? &wts : nullptr);
+  {
+    OpTimer t(ctx, "moe");
+    moe_forward(ctx, w, h, N, image, y, ctx.dump ? &idx : nullptr, ctx.dump ? &wts : nullptr);
+  }
   if (ctx.dump) {
     const auto k = static_cast<std::int64_t>(idx.size() / N);
     ctx.dump_f32(tag + "ffn_in", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(dim)}, h.data());
@@ -154,8 +172,11 @@ void Model::block(const ForwardContext& ctx, const LayerWeights& w, std::size_t 
     ctx.dump_f32(tag + "hc_attn_pre", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(hc)}, pre_a.data());
     ctx.dump_f32(tag + "hc_ffn_pre", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(hc)}, pre_f.data());
   }
-  kernels::hc_post(y, X, post_f, comb_f, N, hc, dim, Xn);
-  X.swap(Xn);
+  {
+    OpTimer t(ctx, "hc");
+    kernels::hc_post(y, X, post_f, comb_f, N, hc, dim, Xn);
+    X.swap(Xn);
+  }
   pre.swap(pre_f);
   ctx.dump_f32(tag + "out", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(hc), static_cast<std::int64_t>(dim)}, X.data());
 }
@@ -170,7 +191,7 @@ std::vector<std::vector<float>> Model::run(std::span<const BatchItem> items, Dum
       if (items[j].seq == items[i].seq) fail("batch items {} and {} feed the same sequence", j, i);
     check_call(*items[i].seq, items[i].ids);
   }
-  ForwardContext ctx{c, opts_.forward, pool_.get(), items.size() == 1 ? dump : nullptr};
+  ForwardContext ctx{c, opts_.forward, pool_.get(), items.size() == 1 ? dump : nullptr, profile_};
   const auto dim = static_cast<std::size_t>(c.dim), hc = static_cast<std::size_t>(c.hc_mult);
   // Rows of the batch: item i owns rows [row0[i], row0[i] + S_i).
   std::vector<std::size_t> row0(items.size() + 1, 0);
@@ -183,6 +204,7 @@ std::vector<std::vector<float>> Model::run(std::span<const BatchItem> items, Dum
   std::vector<std::int64_t> hashes;
   std::size_t cols = 0, n_eng = 0;
   if (hasher_) {
+    OpTimer t(ctx, "engram hash");
     cols = hasher_->columns();
     n_eng = hasher_->layers();
     hashes.resize(N * n_eng * cols);
@@ -191,7 +213,11 @@ std::vector<std::vector<float>> Model::run(std::span<const BatchItem> items, Dum
                     std::span<std::int64_t>(hashes.data() + row0[i] * n_eng * cols, items[i].ids.size() * n_eng * cols));
   }
   // Steps 3, 5, 6.
-  std::vector<float> X = embed(all_ids);
+  std::vector<float> X;
+  {
+    OpTimer t(ctx, "embed");
+    X = embed(all_ids);
+  }
   std::vector<float> pre(N * hc, 0.0f);
   for (std::size_t t = 0; t < N; ++t) pre[t * hc] = 1.0f;
   if (ctx.dump) {  // the embedding rows (copy 0 of each token)
@@ -217,7 +243,10 @@ std::vector<std::vector<float>> Model::run(std::span<const BatchItem> items, Dum
         std::copy_n(hashes.begin() + static_cast<std::ptrdiff_t>((t * n_eng + static_cast<std::size_t>(role.engram_index)) * cols),
                     cols, hl.begin() + static_cast<std::ptrdiff_t>(t * cols));
       std::vector<float> out(X.size()), gate(N * hc);
-      engram_forward(X, hl, {}, *w.engram, c, ctx.lin(), N, out, gate);
+      {
+        OpTimer t(ctx, "engram");
+        engram_forward(X, hl, {}, *w.engram, c, ctx.lin(), N, out, gate);
+      }
       ctx.dump_i64(tag + "engram_hashes", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(cols)}, hl.data());
       ctx.dump_f32(tag + "engram_gate", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(hc)}, gate.data());
       X.swap(out);
@@ -270,14 +299,20 @@ std::vector<std::vector<float>> Model::run(std::span<const BatchItem> items, Dum
   }
   // Steps 8–9: collapse with the last FFN pre, final norm, fp32 head on every position.
   std::vector<float> x(N * dim);
-  kernels::hc_pre(X, pre, N, hc, dim, x);
-  kernels::rmsnorm(x, weights_->bf16("norm.weight"), c.norm_eps, x, N);
+  {
+    OpTimer t(ctx, "norm");
+    kernels::hc_pre(X, pre, N, hc, dim, x);
+    kernels::rmsnorm(x, weights_->bf16("norm.weight"), c.norm_eps, x, N);
+  }
   ctx.dump_f32("final_x", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(dim)}, x.data());
   const auto V = static_cast<std::size_t>(c.vocab_size);
   std::vector<float> logits(N * V);
   auto lin = ctx.lin();
   lin.f32_output = true;
-  kernels::linear(x, N, weights_->matrix("head.weight"), logits, lin);
+  {
+    OpTimer t(ctx, "head");
+    kernels::linear(x, N, weights_->matrix("head.weight"), logits, lin);
+  }
 
   std::vector<std::vector<float>> out(items.size());
   for (std::size_t i = 0; i < items.size(); ++i) {

@@ -59,6 +59,8 @@ class Model {
   const ModelWeights& weights() const { return *weights_; }
   const ForwardOptions& options() const { return opts_.forward; }
   void set_options(const ForwardOptions& o) { opts_.forward = o; }
+  // Times every following call's operations into `p` (null: stop timing).
+  void set_profile(OpProfile* p) { profile_ = p; }
   std::size_t threads() const { return pool_->threads(); }
   std::size_t max_positions() const { return max_positions_; }
 
@@ -106,6 +108,7 @@ class Model {
   std::unique_ptr<EngramTokenMap> engram_map_;
   std::unique_ptr<EngramHasher> hasher_;
   std::unique_ptr<ThreadPool> pool_;
+  OpProfile* profile_ = nullptr;
 };
 
 }  // namespace dsv4

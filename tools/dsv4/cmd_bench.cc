@@ -71,6 +71,8 @@ int run(BenchArgs& a) {
     for (std::size_t b = 0; b < a.batch; ++b) v.push_back({seqs[b].get(), ids[b]});
     return v;
   };
+  OpProfile prefill_prof, decode_prof;
+  m->set_profile(&prefill_prof);
   auto t0 = Clock::now();
   auto it = items(prompts);
   auto logits = m->forward_batch(it);
@@ -79,6 +81,7 @@ int run(BenchArgs& a) {
   std::vector<std::vector<std::int64_t>> next(a.batch, std::vector<std::int64_t>(1));
   for (std::size_t b = 0; b < a.batch; ++b)
     next[b][0] = argmax(std::span<const float>(logits[b].data() + (a.prompt - 1) * V, V));
+  m->set_profile(&decode_prof);
   t0 = Clock::now();
   for (std::size_t k = 0; k < a.gen; ++k) {
     auto step = items(next);
@@ -86,6 +89,21 @@ int run(BenchArgs& a) {
     for (std::size_t b = 0; b < a.batch; ++b) next[b][0] = argmax(logits[b]);
   }
   const double decode_s = since(t0);
+  m->set_profile(nullptr);
+  // The breakdown: each operation's share of the phase's wall time ("other": what no timer
+  // covers — sampling, batching, copies).
+  auto breakdown = [](const OpProfile& p, double total) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+    double covered = 0;
+    for (const auto& [name, sec] : p.seconds) {
+      j[name] = {{"seconds", sec}, {"share", total > 0 ? sec / total : 0.0}, {"calls", p.calls.at(name)}};
+      covered += sec;
+    }
+    j["other"] = {{"seconds", total - covered}, {"share", total > 0 ? (total - covered) / total : 0.0}, {"calls", 0}};
+    return j;
+  };
+  const auto prefill_ops = breakdown(prefill_prof, prefill_s);
+  const auto decode_ops = breakdown(decode_prof, decode_s);
 
   const Manifest man = build_manifest(c);
   const ParamCount pc = count_params(c, man, m->weights().roles());
@@ -117,13 +135,15 @@ int run(BenchArgs& a) {
                     {"seconds", prefill_s},
                     {"tokens_per_s", prefill_tps},
                     {"gflops", prefill_gflops},
-                    {"ratio_to_peak", prefill_gflops / peak_gflops}};
+                    {"ratio_to_peak", prefill_gflops / peak_gflops},
+                    {"ops", prefill_ops}};
     j["decode"] = {{"steps", a.gen},
                    {"seconds", decode_s},
                    {"tokens_per_s", decode_steps_ps * static_cast<double>(a.batch)},
                    {"bytes_per_step", bytes_per_step},
                    {"gbps", decode_gbps},
-                   {"ratio_to_bandwidth", decode_gbps / bw.best_gbps}};
+                   {"ratio_to_bandwidth", decode_gbps / bw.best_gbps},
+                   {"ops", decode_ops}};
     std::cout << j.dump() << "\n";
     return 0;
   }
@@ -138,8 +158,13 @@ int run(BenchArgs& a) {
               "read bandwidth\n",
               a.gen, a.batch, decode_s, decode_steps_ps * static_cast<double>(a.batch),
               human_bytes(static_cast<std::uint64_t>(bytes_per_step)).c_str(), decode_gbps, decode_gbps / bw.best_gbps);
-  std::printf("(%s numerics; per-operation breakdown: not yet measured)\n",
+  std::printf("%-12s %10s %7s %10s %7s   (%s numerics)\n", "operation", "prefill s", "share", "decode s", "share",
               std::string(numerics_name(m->options().numerics)).c_str());
+  for (const auto& [name, v] : prefill_ops.items()) {
+    const auto d = decode_ops.contains(name) ? decode_ops[name] : nlohmann::ordered_json{{"seconds", 0.0}, {"share", 0.0}};
+    std::printf("%-12s %10.4f %6.1f%% %10.4f %6.1f%%\n", name.c_str(), v["seconds"].get<double>(),
+                100 * v["share"].get<double>(), d["seconds"].get<double>(), 100 * d["share"].get<double>());
+  }
   return 0;
 }
 
