@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/bf16_gemm.h"
 #include "numeric/e2m1.h"
 #include "numeric/e4m3.h"
 #include "numeric/e8m0.h"
@@ -145,6 +146,34 @@ void linear(std::span<const float> x, std::size_t m, const WeightRef& w, std::sp
 }
 
 namespace {
+
+// Fast numerics on bf16 operands (bf16_gemm.h): every FP8/FP4 linear, and BF16 weights whose
+// input is bf16-valued. false when the operands have no bf16 form (F32 weights, fp32 inputs):
+// those take the fp32 loop below.
+bool fast_linear(std::span<const float> x, std::size_t m, const WeightRef& w, std::span<float> out,
+                 const LinearOptions& opt) {
+  if (w.format == WeightFormat::kF32) return false;
+  // One activation buffer per calling thread, grown to the largest shape and then reused, so the
+  // steady-state decode loop does not allocate here.
+  thread_local Bf16Acts acts;
+  const bool quantized = w.format == WeightFormat::kFP8 || w.format == WeightFormat::kFP4;
+  if (quantized && w.scale == nullptr && w.rows * w.cols != 0)
+    fail("linear: {} weight without scales", weight_format_name(w.format));
+  if (quantized && opt.quantize_input) {
+    if (w.cols % kBlock != 0)
+      fail("linear: {} weight needs K % {} == 0 for act_quant, got K = {}", weight_format_name(w.format),
+           kBlock, w.cols);
+    quantized_acts(x, m, w.cols, acts);
+  } else if (!bf16_acts(x, m, w.cols, acts)) {
+    return false;
+  }
+  bf16_gemm(acts, w, out.data(), opt.pool);
+  const bool to_bf16 = !(w.format == WeightFormat::kBF16 && opt.f32_output);
+  if (to_bf16)
+    for (float& v : out) v = round_bf16(v);
+  return true;
+}
+
 void run_rows(std::size_t n, ThreadPool* pool, const ThreadPool::RangeFn& fn) {
   if (pool == nullptr) fn(0, n);
   else pool->parallel_for(n, fn);
@@ -160,6 +189,7 @@ void linear(std::span<const float> x, std::size_t m, const WeightRef& w, std::sp
          weight_format_name(w.format), n, k);
   if (out.size() != m * n) fail("linear: output has {} elements, expected {}x{}", out.size(), m, n);
   if (w.data == nullptr && n * k != 0) fail("linear: {} weight without data", weight_format_name(w.format));
+  if (mode == Numerics::kFast && fast_linear(x, m, w, out, opt)) return;
   if (w.format == WeightFormat::kF32 || w.format == WeightFormat::kBF16) {
     // fp32 operands: the float path of strict_dot (products exact in float64).
     const bool to_bf16 = w.format == WeightFormat::kBF16 && !opt.f32_output;

@@ -22,7 +22,8 @@ enum class AttnSlots {
 
 struct ForwardOptions {
   // kStrict: every result correctly rounded (double accumulation), bit-identical to the oracle.
-  // kFast: fp32 accumulation in the linear layers (SIMD kernels replace these later).
+  // kFast: the linear layers on the bf16 kernels of kernels/bf16_gemm.h (one fixed fp32
+  // accumulation order on every instruction set); the CLI's default.
   kernels::Numerics numerics = kernels::Numerics::kStrict;
   IndexKeys index_keys = IndexKeys::kOwn;
   AttnSlots attn_slots = AttnSlots::kCompact;

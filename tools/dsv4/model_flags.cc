@@ -8,6 +8,7 @@
 
 #include "default_model.h"
 #include "io/manifest.h"
+#include "kernels/bf16_gemm.h"
 #include "io/memory_plan.h"
 #include "io/param_count.h"
 #include "progress.h"
@@ -66,12 +67,12 @@ std::unique_ptr<Model> load_model(const ModelFlags& f, std::size_t positions) {
                                         static_cast<std::int64_t>(std::max<std::size_t>(positions, 1)), 1);
     std::fprintf(stderr,
                  "loaded %s: %s parameters, %s of weights mapped (%s copied), %s of state per sequence at "
-                 "context %zu, %zu threads, %s numerics, CPU SIMD: %s (kernels: portable C++)\n",
+                 "context %zu, %zu threads, %s numerics, CPU SIMD: %s (fast kernels: %s)\n",
                  dir.c_str(), with_commas(pc.total).c_str(), human_bytes(plan.total_weights).c_str(),
                  human_bytes(m->weights().copied_bytes()).c_str(),
                  human_bytes(static_cast<std::uint64_t>(plan.state_bytes_per_sequence)).c_str(), positions,
                  m->threads(), std::string(numerics_name(m->options().numerics)).c_str(),
-                 cpu_simd_name(cpu_features()).c_str());
+                 cpu_simd_name(cpu_features()).c_str(), kernels::isa_name(kernels::best_isa()));
   }
   return m;
 }

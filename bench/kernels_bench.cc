@@ -1,0 +1,86 @@
+// Google Benchmark micro-benchmarks of the fast kernels, with bytes/s (weight bytes read) and
+// FLOP/s (2 per multiply-add) counters. Shapes are the real model's: the routed experts' FP4
+// w1/w3 (2304 × 5120) and w2 (5120 × 2304), an FP8 projection (4096 × 5120) and the bf16 head
+// slice. Mat-vec (m = 1, decode) is bandwidth-bound: compare bytes_per_second with the read
+// bandwidth `dsv4 bench` measures; GEMM (m = 512, prefill) is arithmetic-bound: compare
+// FLOP/s with the bf16 dot-product peak it reports.
+//
+//   ./build/kernels_bench [--benchmark_filter=FP4] [--threads N via DSV4_BENCH_THREADS]
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "kernels/bf16_gemm.h"
+#include "kernels/linear.h"
+#include "numeric/bf16.h"
+
+namespace {
+
+using namespace dsv4;
+using namespace dsv4::kernels;
+
+struct Weight {
+  std::vector<std::uint8_t> codes, scale;
+  std::vector<BF16> bf;
+  WeightRef ref;
+  std::size_t bytes = 0;
+};
+
+Weight make(WeightFormat f, std::size_t n, std::size_t k) {
+  std::mt19937 g(42);
+  Weight w;
+  if (f == WeightFormat::kBF16) {
+    std::normal_distribution<float> d(0.0f, 0.02f);
+    w.bf.resize(n * k);
+    for (auto& v : w.bf) v = bf16_from_f32(d(g));
+    w.ref = WeightRef::bf16(w.bf, n, k);
+    w.bytes = n * k * 2;
+    return w;
+  }
+  const bool fp8 = f == WeightFormat::kFP8;
+  w.codes.resize(fp8 ? n * k : n * k / 2);
+  for (auto& c : w.codes) c = static_cast<std::uint8_t>(g() & (fp8 ? 0xF7u : 0xFFu));
+  w.scale.resize((fp8 ? (n + 31) / 32 : n) * (k / 32));
+  for (auto& s : w.scale) s = static_cast<std::uint8_t>(115 + g() % 8);
+  w.ref = fp8 ? WeightRef::fp8(w.codes, w.scale, n, k) : WeightRef::fp4(w.codes, w.scale, n, k);
+  w.bytes = w.codes.size() + w.scale.size();
+  return w;
+}
+
+ThreadPool& pool() {
+  static ThreadPool p(std::getenv("DSV4_BENCH_THREADS") ? std::strtoul(std::getenv("DSV4_BENCH_THREADS"), nullptr, 10) : 0);
+  return p;
+}
+
+// The whole fast linear: act_quant (for FP8/FP4) + kernel + bf16 rounding.
+void BM_Linear(benchmark::State& st, WeightFormat f, std::size_t n, std::size_t k) {
+  const auto m = static_cast<std::size_t>(st.range(0));
+  const Weight w = make(f, n, k);
+  std::mt19937 g(7);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x(m * k), out(m * n);
+  for (auto& v : x) v = round_bf16(d(g));
+  LinearOptions opt;
+  opt.mode = Numerics::kFast;
+  opt.pool = &pool();
+  opt.f32_output = f == WeightFormat::kBF16;
+  for (auto _ : st) {
+    linear(x, m, w.ref, out, opt);
+    benchmark::DoNotOptimize(out.data());
+  }
+  st.counters["bytes_per_second"] = benchmark::Counter(static_cast<double>(w.bytes), benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(m * n * k), benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["threads"] = static_cast<double>(pool().threads());
+  st.SetLabel(isa_name(best_isa()));
+}
+
+BENCHMARK_CAPTURE(BM_Linear, FP4_expert_w1_2304x5120, WeightFormat::kFP4, 2304, 5120)->Arg(1)->Arg(512)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Linear, FP4_expert_w2_5120x2304, WeightFormat::kFP4, 5120, 2304)->Arg(1)->Arg(512)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Linear, FP8_proj_4096x5120, WeightFormat::kFP8, 4096, 5120)->Arg(1)->Arg(512)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Linear, BF16_head_slice_8192x5120, WeightFormat::kBF16, 8192, 5120)->Arg(1)->Arg(512)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,278 @@
+// The AVX-512 BF16 path of bf16_gemm: VDPBF16PS is the definition's accumulation step itself
+// (bf16_gemm.h), so one instruction does 16 lanes × 2 products of a 32-element block.
+// Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 (CMakeLists.txt); only
+// called after a run-time check that the CPU has them.
+//
+// Two shapes:
+//   - few activation rows (decode, m ≤ 4): the weights are dequantized in registers and used at
+//     once, four weight rows at a time, so each weight byte is read exactly once from memory;
+//   - many rows (prefill): a panel of 16 weight rows is dequantized once into a per-thread bf16
+//     buffer (L2-resident), then 6 × 4 register tiles of activation rows × weight rows run over
+//     it, reading each weight byte from memory once per call.
+#include "kernels/bf16_gemm_isa.h"
+
+#if defined(__AVX512BF16__)
+// GCC 12 reports its own _mm512_undefined_* placeholders inside the intrinsic headers as
+// uninitialized (a known false positive of those headers); nothing here reads undefined lanes.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace dsv4::kernels::bf16_detail {
+namespace {
+
+constexpr std::size_t kPanel = 16;  // weight rows dequantized together (prefill shape)
+constexpr int kMr = 6;              // activation rows per register tile
+constexpr int kNr = 4;              // weight rows per register tile
+
+inline __m512 dp(__m512 acc, __m512i a, __m512i w) {
+  return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)w);
+}
+
+// The definition's tree: l + (l+8), + (l+4), + (l+2), + (l+1).
+inline float reduce16(__m512 v) {
+  const __m256 lo = _mm512_castps512_ps256(v);
+  const __m256 hi = _mm512_extractf32x8_ps(v, 1);
+  const __m256 s8 = _mm256_add_ps(lo, hi);
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
+  return _mm_cvtss_f32(s1);
+}
+
+// 32 E2M1 codes (16 bytes, element 2t in the low nibble of byte t) → bf16 values × 2^(e−127).
+struct Fp4Decoder {
+  static constexpr std::size_t kBytesPerBlock = 16;
+  __m512i table;  // entry i: E2M1 code i & 15 as bf16
+  Fp4Decoder() {
+    alignas(64) std::uint16_t t[32];
+    for (int i = 0; i < 32; ++i) t[i] = e2m1_bf16_table()[i & 15];
+    table = _mm512_load_si512(t);
+  }
+  __m512i operator()(const std::uint8_t* p, std::int16_t delta) const {
+    const __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    // Low word of dword t ← low nibble (bits 0–3 of d), high word ← high nibble (bits 4–7 of d
+    // moved to 16–19); vpermw reads only bits 0–4 of each word, so the rest may be anything.
+    const __m512i idx = _mm512_ternarylogic_epi32(_mm512_set1_epi32(0xF), d, _mm512_slli_epi32(d, 12), 0xCA);
+    // Scale the 16-entry table instead of the 32 values; the zero codes (0, 8) stay +0.
+    const __m512i t = _mm512_maskz_add_epi16(0xFEFEFEFEu, table, _mm512_set1_epi16(delta));
+    return _mm512_permutexvar_epi16(idx, t);
+  }
+};
+
+// 32 E4M3 codes (32 bytes) → bf16 values × 2^(e−127).
+struct Fp8Decoder {
+  static constexpr std::size_t kBytesPerBlock = 32;
+  __m512i t0, t1, t2, t3;  // the 128 magnitudes' bf16 patterns, 32 per register
+  Fp8Decoder() {
+    const std::uint16_t* t = e4m3_bf16_table();
+    t0 = _mm512_loadu_si512(t);
+    t1 = _mm512_loadu_si512(t + 32);
+    t2 = _mm512_loadu_si512(t + 64);
+    t3 = _mm512_loadu_si512(t + 96);
+  }
+  __m512i operator()(const std::uint8_t* p, std::int16_t delta) const {
+    const __m512i c = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    const __m512i lo = _mm512_permutex2var_epi16(t0, c, t1);  // magnitudes 0–63 (index bits 0–5)
+    const __m512i hi = _mm512_permutex2var_epi16(t2, c, t3);  // magnitudes 64–127
+    const __mmask32 upper = _mm512_test_epi16_mask(c, _mm512_set1_epi16(0x40));
+    const __mmask32 nonzero = _mm512_test_epi16_mask(c, _mm512_set1_epi16(0x7F));
+    __m512i v = _mm512_mask_blend_epi16(upper, lo, hi);
+    v = _mm512_maskz_add_epi16(nonzero, v, _mm512_set1_epi16(delta));
+    // v | (c << 8 & 0x8000): the code's sign bit onto the bf16 sign.
+    return _mm512_ternarylogic_epi32(v, _mm512_slli_epi16(c, 8), _mm512_set1_epi16(static_cast<short>(0x8000)), 0xF8);
+  }
+};
+
+// res[i][r] = dot(a rows i, w rows r) for MR activation rows × kNr bf16 weight rows.
+template <int MR>
+void micro(const std::uint16_t* const* a, const std::uint16_t* const* w, std::size_t nb, float (*res)[kNr]) {
+  __m512 acc[MR][kNr];
+  for (int i = 0; i < MR; ++i)
+    for (int r = 0; r < kNr; ++r) acc[i][r] = _mm512_setzero_ps();
+  for (std::size_t b = 0; b < nb; ++b) {
+    __m512i wv[kNr];
+    for (int r = 0; r < kNr; ++r) wv[r] = _mm512_loadu_si512(w[r] + b * kBlock);
+    for (int i = 0; i < MR; ++i) {
+      const __m512i x = _mm512_loadu_si512(a[i] + b * kBlock);
+      for (int r = 0; r < kNr; ++r) acc[i][r] = dp(acc[i][r], x, wv[r]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int r = 0; r < kNr; ++r) res[i][r] = reduce16(acc[i][r]);
+}
+
+// The same with the kNr weight rows dequantized in registers from their stored codes.
+template <int MR, class Dec>
+void fused(const Dec& dec, const std::uint16_t* const* a, const std::uint8_t* const* w,
+           const std::int16_t* const* deltas, std::size_t nb, float (*res)[kNr]) {
+  __m512 acc[MR][kNr];
+  for (int i = 0; i < MR; ++i)
+    for (int r = 0; r < kNr; ++r) acc[i][r] = _mm512_setzero_ps();
+  for (std::size_t b = 0; b < nb; ++b) {
+    __m512i wv[kNr];
+    for (int r = 0; r < kNr; ++r) wv[r] = dec(w[r] + b * Dec::kBytesPerBlock, deltas[r][b]);
+    for (int i = 0; i < MR; ++i) {
+      const __m512i x = _mm512_loadu_si512(a[i] + b * kBlock);
+      for (int r = 0; r < kNr; ++r) acc[i][r] = dp(acc[i][r], x, wv[r]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int r = 0; r < kNr; ++r) res[i][r] = reduce16(acc[i][r]);
+}
+
+template <class F>
+void dispatch_mr(int mr, F&& f) {
+  switch (mr) {
+    case 1: f(std::integral_constant<int, 1>{}); break;
+    case 2: f(std::integral_constant<int, 2>{}); break;
+    case 3: f(std::integral_constant<int, 3>{}); break;
+    case 4: f(std::integral_constant<int, 4>{}); break;
+    case 5: f(std::integral_constant<int, 5>{}); break;
+    default: f(std::integral_constant<int, 6>{}); break;
+  }
+}
+
+const std::uint8_t* code_row(const WeightRef& w, std::size_t j) {
+  const auto* base = static_cast<const std::uint8_t*>(w.data);
+  return w.format == WeightFormat::kFP8 ? base + j * w.cols : base + j * (w.cols / 2);
+}
+
+std::int16_t* scratch_deltas(std::size_t n) {
+  thread_local std::vector<std::int16_t> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+template <class Dec>
+void run_quantized(const Dec& dec, const Bf16Acts& a, const WeightRef& w, std::size_t j0, std::size_t j1,
+                   float* out, std::size_t ldo) {
+  const std::size_t nb = a.k32 / kBlock, m = a.m;
+  std::int16_t* deltas = scratch_deltas(kPanel * nb);
+  std::uint16_t* panel = scratch_u16(kPanel * a.k32);
+  const std::uint16_t* arows[kMr];
+  float res[kMr][kNr];
+  if (m <= 4) {
+    // Decode shape: every weight row read once, straight from the mapped codes.
+    for (std::size_t i = 0; i < m; ++i) arows[i] = a.row(i);
+    for (std::size_t j = j0; j < j1; j += kNr) {
+      const std::size_t nr = std::min<std::size_t>(kNr, j1 - j);
+      const std::uint8_t* wr[kNr];
+      const std::int16_t* dr[kNr];
+      bool fast = true;
+      for (std::size_t r = 0; r < kNr; ++r) {
+        const std::size_t jr = j + std::min(r, nr - 1);  // a short tile repeats its last row
+        fast &= row_in_fast_range(w, jr);
+        wr[r] = code_row(w, jr);
+        dr[r] = deltas + r * nb;
+        row_deltas(w, jr, deltas + r * nb);
+      }
+      if (fast) {
+        dispatch_mr(static_cast<int>(m), [&](auto MR) { fused<MR()>(dec, arows, wr, dr, nb, res); });
+      } else {
+        // A row with out-of-range scales: the scalar definition (bf16_gemm.h).
+        for (std::size_t r = 0; r < nr; ++r) {
+          fast_weight_row(w, j + r, panel, a.k32);
+          for (std::size_t i = 0; i < m; ++i) res[i][r] = lane16_dot_scalar(arows[i], panel, a.k32);
+        }
+      }
+      for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t r = 0; r < nr; ++r) out[i * ldo + j + r] = res[i][r];
+    }
+    return;
+  }
+  // Prefill shape: dequantize a panel once, then register tiles over it.
+  for (std::size_t p = j0; p < j1; p += kPanel) {
+    const std::size_t np = std::min(kPanel, j1 - p);
+    bool slow[kPanel] = {};
+    for (std::size_t r = 0; r < np; ++r) {
+      std::uint16_t* dst = panel + r * a.k32;
+      if (!row_in_fast_range(w, p + r)) {
+        slow[r] = true;
+        fast_weight_row(w, p + r, dst, a.k32);
+        continue;
+      }
+      row_deltas(w, p + r, deltas);
+      const std::uint8_t* src = code_row(w, p + r);
+      for (std::size_t b = 0; b < nb; ++b)
+        _mm512_storeu_si512(dst + b * kBlock, dec(src + b * Dec::kBytesPerBlock, deltas[b]));
+    }
+    for (std::size_t i0 = 0; i0 < m; i0 += kMr) {
+      const std::size_t mr = std::min<std::size_t>(kMr, m - i0);
+      for (std::size_t i = 0; i < mr; ++i) arows[i] = a.row(i0 + i);
+      for (std::size_t q = 0; q < np; q += kNr) {
+        const std::size_t nr = std::min<std::size_t>(kNr, np - q);
+        const std::uint16_t* wd[kNr];
+        for (std::size_t r = 0; r < kNr; ++r) wd[r] = panel + (q + std::min(r, nr - 1)) * a.k32;
+        dispatch_mr(static_cast<int>(mr), [&](auto MR) { micro<MR()>(arows, wd, nb, res); });
+        for (std::size_t i = 0; i < mr; ++i)
+          for (std::size_t r = 0; r < nr; ++r)
+            out[(i0 + i) * ldo + p + q + r] =
+                slow[q + r] ? lane16_dot_scalar(arows[i], wd[r], a.k32) : res[i][r];
+      }
+    }
+  }
+}
+
+// BF16 weights: used in place when their rows are whole blocks, else copied padded.
+void run_bf16(const Bf16Acts& a, const WeightRef& w, std::size_t j0, std::size_t j1, float* out, std::size_t ldo) {
+  const std::size_t nb = a.k32 / kBlock, m = a.m;
+  const bool in_place = w.cols == a.k32;
+  std::uint16_t* panel = in_place ? nullptr : scratch_u16(kPanel * a.k32);
+  const auto* base = static_cast<const std::uint16_t*>(w.data);
+  const std::uint16_t* arows[kMr];
+  float res[kMr][kNr];
+  for (std::size_t p = j0; p < j1; p += kPanel) {
+    const std::size_t np = std::min(kPanel, j1 - p);
+    const std::uint16_t* rows[kPanel];
+    for (std::size_t r = 0; r < np; ++r) {
+      if (in_place) {
+        rows[r] = base + (p + r) * w.cols;
+      } else {
+        fast_weight_row(w, p + r, panel + r * a.k32, a.k32);
+        rows[r] = panel + r * a.k32;
+      }
+    }
+    for (std::size_t i0 = 0; i0 < m; i0 += kMr) {
+      const std::size_t mr = std::min<std::size_t>(kMr, m - i0);
+      for (std::size_t i = 0; i < mr; ++i) arows[i] = a.row(i0 + i);
+      for (std::size_t q = 0; q < np; q += kNr) {
+        const std::size_t nr = std::min<std::size_t>(kNr, np - q);
+        const std::uint16_t* wd[kNr];
+        for (std::size_t r = 0; r < kNr; ++r) wd[r] = rows[q + std::min(r, nr - 1)];
+        dispatch_mr(static_cast<int>(mr), [&](auto MR) { micro<MR()>(arows, wd, nb, res); });
+        for (std::size_t i = 0; i < mr; ++i)
+          for (std::size_t r = 0; r < nr; ++r) out[(i0 + i) * ldo + p + q + r] = res[i][r];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void gemm_rows_avx512(const Bf16Acts& a, const WeightRef& w, std::size_t j0, std::size_t j1,
+                      float* out, std::size_t ldo) {
+  if (w.format == WeightFormat::kBF16) return run_bf16(a, w, j0, j1, out, ldo);
+  // The in-register decoders read whole 32-element blocks of each row.
+  if (w.cols % kBlock != 0) return gemm_rows_scalar(a, w, j0, j1, out, ldo);
+  if (w.format == WeightFormat::kFP4) {
+    static const Fp4Decoder dec;
+    return run_quantized(dec, a, w, j0, j1, out, ldo);
+  }
+  static const Fp8Decoder dec;
+  run_quantized(dec, a, w, j0, j1, out, ldo);
+}
+
+}  // namespace dsv4::kernels::bf16_detail
+
+#else  // not compiled for this target: never dispatched to (isa_supported is false)
+#include "util/error.h"
+namespace dsv4::kernels::bf16_detail {
+void gemm_rows_avx512(const Bf16Acts&, const WeightRef&, std::size_t, std::size_t, float*, std::size_t) {
+  fail("bf16_gemm: this build has no gemm_rows_avx512 path");
+}
+}  // namespace dsv4::kernels::bf16_detail
+#endif

@@ -1,0 +1,270 @@
+// The fast-numerics bf16 kernels (src/kernels/bf16_gemm.h):
+//   - weight dequantization equals the exact value of each code × scale (WeightRef::dequant_row,
+//     the strict path's decoder) rounded to bf16;
+//   - the scalar definition stays within the fp32 error bound of the exact dot product, and
+//     equals a from-scratch emulation of VDPBF16PS written here;
+//   - every instruction-set path this CPU has gives the scalar path's bits, for every format,
+//     m (decode and prefill shapes), N not a multiple of the tiles, rows with out-of-range scales;
+//   - an output does not depend on the other rows of the batch or on the thread count.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+
+#include "kernel_oracle.h"
+#include "kernels/bf16_gemm.h"
+#include "kernels/bf16_gemm_isa.h"
+#include "numeric/bf16.h"
+#include "util/error.h"
+
+namespace dsv4::kernels {
+namespace {
+
+using test::Rng;
+
+// A weight of any format with its storage.
+struct TestWeight {
+  std::vector<std::uint8_t> codes, scale;
+  std::vector<BF16> bf;
+  WeightRef ref;
+};
+
+// odd_scales: some rows get scales outside the in-register decoder's range (slow exact rows).
+TestWeight make_weight(WeightFormat f, std::size_t n, std::size_t k, Rng& r, bool odd_scales = true) {
+  TestWeight t;
+  switch (f) {
+    case WeightFormat::kBF16:
+      t.bf.resize(n * k);
+      for (auto& v : t.bf) v = bf16_from_f32(r.bf16_gauss(-4));
+      t.ref = WeightRef::bf16(t.bf, n, k);
+      return t;
+    case WeightFormat::kFP8: {
+      t.codes.resize(n * k);
+      for (auto& c : t.codes) {
+        c = static_cast<std::uint8_t>(r.uni(0, 255));
+        if ((c & 0x7F) == 0x7F) c ^= 1;  // NaN codes are tested on their own
+      }
+      t.scale.resize((n + 31) / 32 * ((k + 31) / 32));
+      for (auto& s : t.scale) s = static_cast<std::uint8_t>(r.uni(110, 130));
+      if (odd_scales && t.scale.size() > 1) t.scale[1] = 3;                    // below the fast range
+      if (odd_scales && t.scale.size() > 3) t.scale[t.scale.size() - 1] = 250;  // above it
+      t.ref = WeightRef::fp8(t.codes, t.scale, n, k);
+      return t;
+    }
+    case WeightFormat::kFP4: {
+      t.codes.resize(n * k / 2);
+      for (auto& c : t.codes) c = static_cast<std::uint8_t>(r.uni(0, 255));
+      t.scale.resize(n * ((k + 31) / 32));
+      for (auto& s : t.scale) s = static_cast<std::uint8_t>(r.uni(110, 130));
+      if (odd_scales && n > 2) t.scale[(k + 31) / 32 * 2] = 1;
+      if (odd_scales && n > 5) t.scale[(k + 31) / 32 * 5 + (k + 31) / 32 - 1] = 253;
+      t.ref = WeightRef::fp4(t.codes, t.scale, n, k);
+      return t;
+    }
+    case WeightFormat::kF32: break;
+  }
+  ADD_FAILURE() << "unsupported format";
+  return t;
+}
+
+std::vector<float> make_acts(Rng& r, std::size_t m, std::size_t k) {
+  std::vector<float> x(m * k);
+  for (std::size_t i = 0; i < m * k; ++i) x[i] = (i % 29 == 3) ? 0.0f : r.bf16_gauss(static_cast<int>(i / k % 5) - 2);
+  return x;
+}
+
+float f(std::uint16_t b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
+
+std::vector<Isa> isas() {
+  std::vector<Isa> v;
+  for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Bf16})
+    if (isa_supported(i)) v.push_back(i);
+  return v;
+}
+
+std::vector<float> gemm(Isa isa, const Bf16Acts& a, const WeightRef& w) {
+  std::vector<float> out(a.m * w.rows, -1.0f);
+  bf16_gemm_rows(isa, a, w, 0, w.rows, out.data(), w.rows);
+  return out;
+}
+
+TEST(Bf16Gemm, WeightDecodeIsTheExactValueInBf16) {
+  Rng r(1);
+  for (WeightFormat fmt : {WeightFormat::kFP8, WeightFormat::kFP4, WeightFormat::kBF16}) {
+    const std::size_t n = 70, k = 96;
+    TestWeight t = make_weight(fmt, n, k, r);
+    std::vector<std::uint16_t> row(k + 32);
+    std::vector<double> exact(k);
+    for (std::size_t j = 0; j < n; ++j) {
+      fast_weight_row(t.ref, j, row.data(), k + 32);
+      t.ref.dequant_row(j, exact);
+      for (std::size_t c = 0; c < k; ++c) {
+        const float want = static_cast<float>(exact[c]);
+        if (std::isfinite(want)) ASSERT_EQ(static_cast<double>(want), exact[c]) << "not exact in fp32";
+        std::uint32_t u = std::bit_cast<std::uint32_t>(want);
+        if ((u & 0x7F800000u) == 0) u &= 0x80000000u;  // bf16 subnormals count as zero (DAZ)
+        if (fmt == WeightFormat::kFP4 && exact[c] == 0) u = 0;  // both E2M1 zeros are +0
+        ASSERT_EQ(u & 0xFFFFu, 0u) << "value needs more than bf16";
+        ASSERT_EQ(row[c], u >> 16) << weight_format_name(fmt) << " row " << j << " col " << c;
+      }
+      for (std::size_t c = k; c < k + 32; ++c) ASSERT_EQ(row[c], 0) << "padding";
+    }
+  }
+}
+
+TEST(Bf16Gemm, NanCodeDecodesAs480TimesScale) {
+  std::vector<std::uint8_t> codes(32, 0x38), scale(1, 127);  // 0x38 = 1.0
+  codes[3] = 0x7F;
+  codes[4] = 0xFF;
+  const WeightRef w = WeightRef::fp8(codes, scale, 1, 32);
+  std::vector<std::uint16_t> row(32);
+  fast_weight_row(w, 0, row.data(), 32);
+  EXPECT_EQ(f(row[0]), 1.0f);
+  EXPECT_EQ(f(row[3]), 480.0f);
+  EXPECT_EQ(f(row[4]), -480.0f);
+}
+
+// VDPBF16PS written out again: per lane, odd product then even product, each add RNE in fp32.
+float emulate(const std::uint16_t* a, const std::uint16_t* w, std::size_t k32) {
+  float lanes[16] = {};
+  for (std::size_t b = 0; b < k32; b += 32)
+    for (int l = 0; l < 16; ++l) {
+      lanes[l] += f(a[b + 2 * l + 1]) * f(w[b + 2 * l + 1]);
+      lanes[l] += f(a[b + 2 * l]) * f(w[b + 2 * l]);
+    }
+  float s8[8], s4[4], s2[2];
+  for (int l = 0; l < 8; ++l) s8[l] = lanes[l] + lanes[l + 8];
+  for (int l = 0; l < 4; ++l) s4[l] = s8[l] + s8[l + 4];
+  for (int l = 0; l < 2; ++l) s2[l] = s4[l] + s4[l + 2];
+  return s2[0] + s2[1];
+}
+
+TEST(Bf16Gemm, DefinitionMatchesEmulationAndErrorBound) {
+  Rng r(2);
+  for (std::size_t k32 : {32u, 64u, 512u, 5120u}) {
+    std::vector<std::uint16_t> a(k32), w(k32);
+    for (int trial = 0; trial < 50; ++trial) {
+      for (std::size_t c = 0; c < k32; ++c) {
+        a[c] = bf16_from_f32(r.bf16_gauss(r.uni(-8, 8))).bits;
+        w[c] = bf16_from_f32(r.bf16_gauss(r.uni(-8, 8))).bits;
+      }
+      const float got = bf16_detail::lane16_dot_scalar(a.data(), w.data(), k32);
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(got), std::bit_cast<std::uint32_t>(emulate(a.data(), w.data(), k32)));
+      // Each lane adds k32/16 terms, then 4 tree levels: |error| ≤ (k32/16 + 4)·2^−24·Σ|a·w|.
+      double exact = 0, abs_sum = 0;
+      for (std::size_t c = 0; c < k32; ++c) {
+        const double p = static_cast<double>(f(a[c])) * f(w[c]);
+        exact += p;
+        abs_sum += std::fabs(p);
+      }
+      EXPECT_LE(std::fabs(got - exact), (static_cast<double>(k32) / 16 + 4) * 0x1p-24 * abs_sum);
+    }
+  }
+}
+
+TEST(Bf16Gemm, EveryIsaGivesTheScalarBits) {
+  Rng r(3);
+  std::printf("instruction sets tested: ");
+  for (Isa i : isas()) std::printf("%s ", isa_name(i));
+  std::printf("\n");
+  for (WeightFormat fmt : {WeightFormat::kFP8, WeightFormat::kFP4, WeightFormat::kBF16})
+    for (std::size_t k : {32u, 96u, 320u})
+      for (std::size_t n : {1u, 5u, 37u, 70u})
+        for (std::size_t m : {1u, 2u, 3u, 4u, 5u, 7u, 13u}) {
+          TestWeight t = make_weight(fmt, n, k, r);
+          const std::vector<float> x = make_acts(r, m, k);
+          Bf16Acts a;
+          if (fmt == WeightFormat::kBF16) ASSERT_TRUE(bf16_acts(x, m, k, a));
+          else quantized_acts(x, m, k, a);
+          const std::vector<float> want = gemm(Isa::kScalar, a, t.ref);
+          for (Isa isa : isas()) {
+            const std::vector<float> got = gemm(isa, a, t.ref);
+            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                << isa_name(isa) << " " << weight_format_name(fmt) << " m=" << m << " n=" << n << " k=" << k;
+          }
+        }
+}
+
+TEST(Bf16Gemm, Bf16WeightWithRaggedK) {
+  // K not a multiple of 32: bf16 activations and rows are zero padded.
+  Rng r(4);
+  for (std::size_t k : {1u, 17u, 45u}) {
+    TestWeight t = make_weight(WeightFormat::kBF16, 9, k, r);
+    const std::vector<float> x = make_acts(r, 6, k);
+    Bf16Acts a;
+    ASSERT_TRUE(bf16_acts(x, 6, k, a));
+    const std::vector<float> want = gemm(Isa::kScalar, a, t.ref);
+    for (Isa isa : isas()) {
+      const std::vector<float> got = gemm(isa, a, t.ref);
+      ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << isa_name(isa) << " k=" << k;
+    }
+  }
+}
+
+TEST(Bf16Gemm, RowOfABatchEqualsTheRowAloneAndThreadsDoNotMatter) {
+  Rng r(5);
+  for (WeightFormat fmt : {WeightFormat::kFP8, WeightFormat::kFP4, WeightFormat::kBF16}) {
+    const std::size_t n = 83, k = 256, m = 19;
+    TestWeight t = make_weight(fmt, n, k, r);
+    const std::vector<float> x = make_acts(r, m, k);
+    Bf16Acts all;
+    if (fmt == WeightFormat::kBF16) ASSERT_TRUE(bf16_acts(x, m, k, all));
+    else quantized_acts(x, m, k, all);
+    std::vector<float> batch(m * n);
+    bf16_gemm(all, t.ref, batch.data(), nullptr);
+    for (std::size_t threads : {2u, 3u}) {
+      ThreadPool pool(threads);
+      std::vector<float> par(m * n);
+      bf16_gemm(all, t.ref, par.data(), &pool);
+      ASSERT_EQ(0, std::memcmp(par.data(), batch.data(), par.size() * sizeof(float))) << threads << " threads";
+    }
+    for (std::size_t i = 0; i < m; ++i) {
+      Bf16Acts one;
+      const std::span<const float> xi(x.data() + i * k, k);
+      if (fmt == WeightFormat::kBF16) ASSERT_TRUE(bf16_acts(xi, 1, k, one));
+      else quantized_acts(xi, 1, k, one);
+      std::vector<float> alone(n);
+      bf16_gemm(one, t.ref, alone.data(), nullptr);
+      ASSERT_EQ(0, std::memcmp(alone.data(), batch.data() + i * n, n * sizeof(float)))
+          << weight_format_name(fmt) << " row " << i;
+    }
+  }
+}
+
+TEST(Bf16Gemm, NanActivationGivesNanOnEveryIsa) {
+  Rng r(6);
+  TestWeight t = make_weight(WeightFormat::kFP4, 8, 64, r, false);
+  std::vector<float> x = make_acts(r, 2, 64);
+  x[70] = INFINITY;  // act_quant: inf amax → NaN scale → the block is NaN
+  Bf16Acts a;
+  quantized_acts(x, 2, 64, a);
+  for (Isa isa : isas()) {
+    const std::vector<float> got = gemm(isa, a, t.ref);
+    for (std::size_t j = 0; j < 8; ++j) {
+      EXPECT_FALSE(std::isnan(got[j])) << isa_name(isa);
+      EXPECT_TRUE(std::isnan(got[8 + j])) << isa_name(isa);
+    }
+  }
+}
+
+TEST(Bf16Gemm, BadInputsAreNamed) {
+  Rng r(7);
+  TestWeight t = make_weight(WeightFormat::kFP8, 4, 64, r);
+  std::vector<float> x(64, 1.0f);
+  x[5] = 1.0001f;  // not a bf16 value
+  Bf16Acts a;
+  EXPECT_THROW(quantized_acts(x, 1, 64, a), Error);
+  EXPECT_FALSE(bf16_acts(x, 1, 64, a));
+  EXPECT_THROW(quantized_acts(std::vector<float>(40, 1.0f), 1, 40, a), Error);
+  x[5] = 1.0f;
+  quantized_acts(x, 1, 64, a);
+  TestWeight other = make_weight(WeightFormat::kFP8, 4, 96, r);
+  std::vector<float> out(4);
+  EXPECT_THROW(bf16_gemm_rows(Isa::kScalar, a, other.ref, 0, 4, out.data(), 4), Error);
+  EXPECT_THROW(bf16_gemm_rows(Isa::kScalar, a, t.ref, 2, 5, out.data(), 4), Error);
+}
+
+}  // namespace
+}  // namespace dsv4::kernels
