@@ -46,6 +46,7 @@ inline float reduce16(__m512 v) {
 // 32 E2M1 codes (16 bytes, element 2t in the low nibble of byte t) → bf16 values × 2^(e−127).
 struct Fp4Decoder {
   static constexpr std::size_t kBytesPerBlock = 16;
+  static constexpr unsigned kScaleLo = kFp4ScaleLo, kScaleHi = kFp4ScaleHi;
   __m512i table;  // entry i: E2M1 code i & 15 as bf16
   Fp4Decoder() {
     alignas(64) std::uint16_t t[32];
@@ -66,6 +67,7 @@ struct Fp4Decoder {
 // 32 E4M3 codes (32 bytes) → bf16 values × 2^(e−127).
 struct Fp8Decoder {
   static constexpr std::size_t kBytesPerBlock = 32;
+  static constexpr unsigned kScaleLo = kFp8ScaleLo, kScaleHi = kFp8ScaleHi;
   __m512i t0, t1, t2, t3;  // the 128 magnitudes' bf16 patterns, 32 per register
   Fp8Decoder() {
     const std::uint16_t* t = e4m3_bf16_table();
@@ -147,6 +149,26 @@ std::int16_t* scratch_deltas(std::size_t n) {
   return buf.data();
 }
 
+// The scale deltas (e − 127) << 7 of weight row j's nb blocks (row_deltas) and whether every
+// scale is in the decoder's exact range (row_in_fast_range), 32 scales per step: on the decode
+// shape these run once per weight row per call, so the scalar versions cost as much as a tenth
+// of the mat-vec.
+template <class Dec>
+bool load_deltas(const WeightRef& w, std::size_t j, std::size_t nb, std::int16_t* out) {
+  const std::uint8_t* s = row_scales(w, j);
+  const __m256i lo = _mm256_set1_epi8(static_cast<char>(Dec::kScaleLo));
+  const __m256i hi = _mm256_set1_epi8(static_cast<char>(Dec::kScaleHi));
+  __mmask32 bad = 0;
+  for (std::size_t b = 0; b < nb; b += 32) {
+    const __mmask32 live = nb - b >= 32 ? ~__mmask32{0} : (__mmask32{1} << (nb - b)) - 1;
+    const __m256i e = _mm256_maskz_loadu_epi8(live, s + b);
+    bad |= _mm256_mask_cmplt_epu8_mask(live, e, lo) | _mm256_mask_cmpgt_epu8_mask(live, e, hi);
+    const __m512i d = _mm512_slli_epi16(_mm512_sub_epi16(_mm512_cvtepu8_epi16(e), _mm512_set1_epi16(127)), 7);
+    _mm512_mask_storeu_epi16(out + b, live, d);
+  }
+  return bad == 0;
+}
+
 template <class Dec>
 void run_quantized(const Dec& dec, const Bf16Acts& a, const WeightRef& w, std::size_t j0, std::size_t j1,
                    float* out, std::size_t ldo) {
@@ -165,10 +187,9 @@ void run_quantized(const Dec& dec, const Bf16Acts& a, const WeightRef& w, std::s
       bool fast = true;
       for (std::size_t r = 0; r < kNr; ++r) {
         const std::size_t jr = j + std::min(r, nr - 1);  // a short tile repeats its last row
-        fast &= row_in_fast_range(w, jr);
         wr[r] = code_row(w, jr);
         dr[r] = deltas + r * nb;
-        row_deltas(w, jr, deltas + r * nb);
+        fast &= load_deltas<Dec>(w, jr, nb, deltas + r * nb);
       }
       if (fast) {
         dispatch_mr(static_cast<int>(m), [&](auto MR) { fused<MR()>(dec, arows, wr, dr, nb, res); });
@@ -190,12 +211,11 @@ void run_quantized(const Dec& dec, const Bf16Acts& a, const WeightRef& w, std::s
     bool slow[kPanel] = {};
     for (std::size_t r = 0; r < np; ++r) {
       std::uint16_t* dst = panel + r * a.k32;
-      if (!row_in_fast_range(w, p + r)) {
+      if (!load_deltas<Dec>(w, p + r, nb, deltas)) {
         slow[r] = true;
         fast_weight_row(w, p + r, dst, a.k32);
         continue;
       }
-      row_deltas(w, p + r, deltas);
       const std::uint8_t* src = code_row(w, p + r);
       for (std::size_t b = 0; b < nb; ++b)
         _mm512_storeu_si512(dst + b * kBlock, dec(src + b * Dec::kBytesPerBlock, deltas[b]));

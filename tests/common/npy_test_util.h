@@ -89,7 +89,9 @@ std::vector<T> read_npy(const std::string& path, std::vector<std::size_t>* shape
   };
   const std::string descr = field("descr");
   const std::string want = npy_descr<T>();
-  const std::string want_alt = want[0] == '|' ? "<" + want.substr(1) : want;
+  // Copy and replace the first character rather than "<" + substr(1): g++ 12 reports a false -Wrestrict on the latter.
+  std::string want_alt = want;
+  if (want[0] == '|') want_alt[0] = '<';
   const bool bool_as_u8 = want == "|u1" && descr.find("'|b1'") != std::string::npos;
   if (!bool_as_u8 && descr.find("'" + want + "'") == std::string::npos &&
       descr.find("'" + want_alt + "'") == std::string::npos)

@@ -102,7 +102,9 @@ TEST(Bf16Gemm, WeightDecodeIsTheExactValueInBf16) {
       t.ref.dequant_row(j, exact);
       for (std::size_t c = 0; c < k; ++c) {
         const float want = static_cast<float>(exact[c]);
-        if (std::isfinite(want)) ASSERT_EQ(static_cast<double>(want), exact[c]) << "not exact in fp32";
+        if (std::isfinite(want)) {
+          ASSERT_EQ(static_cast<double>(want), exact[c]) << "not exact in fp32";
+        }
         std::uint32_t u = std::bit_cast<std::uint32_t>(want);
         if ((u & 0x7F800000u) == 0) u &= 0x80000000u;  // bf16 subnormals count as zero (DAZ)
         if (fmt == WeightFormat::kFP4 && exact[c] == 0) u = 0;  // both E2M1 zeros are +0
