@@ -143,9 +143,14 @@ class Bench(unittest.TestCase):
         self.assertRegex(r.stdout, r"read bandwidth [0-9.]+ GB/s")
         self.assertRegex(r.stdout, r"prefill: \d+ tokens .* of the (bf16 dot|fp32 FMA) peak")
         self.assertRegex(r.stdout, r"decode: .* of the read bandwidth")
+        self.assertRegex(r.stdout, r"weights: .* mapped, paged in .* before timing")
         j = json.loads(dsv4("bench", "--smoke", "-q", "--json", "--batch", "2").stdout)
-        for k in ("machine", "prefill", "decode"):
+        for k in ("machine", "weights", "prefill", "decode"):
             self.assertIn(k, j)
+        self.assertTrue(j["weights"]["paged_in"])
+        self.assertGreater(j["weights"]["mapped_bytes"], 0)
+        cold = json.loads(dsv4("bench", "--smoke", "-q", "--json", "--cold").stdout)
+        self.assertFalse(cold["weights"]["paged_in"])
         self.assertGreater(j["machine"]["read_bandwidth_gbps_best"], 0)
         self.assertGreater(j["decode"]["ratio_to_bandwidth"], 0)
 
