@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/attention_fast.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 #include "kernels/sparse_attention.h"
@@ -165,21 +166,21 @@ const std::vector<std::int64_t>& compressed_part(const ForwardContext& ctx, cons
   } else {
     K = seq.layers[static_cast<std::size_t>(role.index_keys_from)].idx_k.data();
   }
-  std::vector<float> I = index_scores(ctx, w, x, qr, std::span<const float>(K, n_cmp * hd), n_cmp, pos);
-  const float neg_inf = -std::numeric_limits<float>::infinity();
+  // Candidate users score only the candidates (the rest would be −inf anyway, §6.7 step 7).
+  std::span<const std::uint8_t> cand_mask;
+  if (role.uses_candidates) {
+    const auto src = static_cast<std::size_t>(c.candidate_source_layer);
+    if (c.candidate_source_layer < 0 || hand.cand[src].size() != S * n_cmp)
+      fail("layer {}: candidate source {} did not run this call", role.id, c.candidate_source_layer);
+    cand_mask = hand.cand[src];
+  }
+  std::vector<float> I = index_scores(ctx, w, x, qr, std::span<const float>(K, n_cmp * hd), n_cmp, pos, cand_mask);
   if (role.candidate_source) {
     auto& cand = hand.cand[id];
     cand.assign(S * n_cmp, 0);
     kernels::select_candidate_blocks(I, S, n_cmp, visible, static_cast<std::size_t>(c.candidate_topk_blocks),
                                      static_cast<std::size_t>(c.candidate_block_size), cand);
     ctx.dump_b8(tag + "candidates", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(n_cmp)}, cand.data());
-  }
-  if (role.uses_candidates) {
-    const auto src = static_cast<std::size_t>(c.candidate_source_layer);
-    if (c.candidate_source_layer < 0 || hand.cand[src].size() != S * n_cmp)
-      fail("layer {}: candidate source {} did not run this call", role.id, c.candidate_source_layer);
-    for (std::size_t i = 0; i < S * n_cmp; ++i)
-      if (!hand.cand[src][i]) I[i] = neg_inf;
   }
   ctx.dump_f32(tag + "index_scores", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(n_cmp)}, I.data());
   std::size_t k = 0;
@@ -276,12 +277,17 @@ void attention_forward(const ForwardContext& ctx, const LayerWeights& w, Sequenc
   std::size_t width = wp.width, cw = 0;
   const std::vector<std::int64_t>* sel = nullptr;
   std::size_t n_c = 0;
+  const float* cmp_rows = nullptr;
+  const bool fast = ctx.opt.numerics == kernels::Numerics::kFast;
   if (role.ratio > 0) {
     sel = &compressed_part(ctx, w, seq, hand, x, qr, S, start_pos, &cw, tag);
     const auto src = static_cast<std::size_t>(role.kv_from);
     n_c = hand.n_cmp[src];
-    const auto& cmp = seq.layers[src].cmp_kv;
-    rows.insert(rows.end(), cmp.begin(), cmp.begin() + static_cast<std::ptrdiff_t>(n_c * D));
+    cmp_rows = seq.layers[src].cmp_kv.data();
+    // The strict kernel takes one row array; the fast one reads the cache in place.
+    if (!fast)
+      rows.insert(rows.end(), seq.layers[src].cmp_kv.begin(),
+                  seq.layers[src].cmp_kv.begin() + static_cast<std::ptrdiff_t>(n_c * D));
     ctx.dump_i64(tag + "attn_cmp_pos", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(cw)}, sel->data());
   }
   const std::size_t K = width + cw;
@@ -307,19 +313,24 @@ void attention_forward(const ForwardContext& ctx, const LayerWeights& w, Sequenc
   }
   std::vector<float> o(S * H * D);
   const float scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
-  // Queries are independent: split them over the pool (each query's arithmetic is unchanged).
-  auto attend = [&](std::size_t s0, std::size_t s1) {
-    const kernels::SparseAttnShape shape{s1 - s0, H, D, rows.size() / D, K};
-    kernels::sparse_attn(std::span<const float>(q).subspan(s0 * H * D, (s1 - s0) * H * D), rows,
-                         w.attn_sink, std::span<const std::int32_t>(idx).subspan(s0 * K, (s1 - s0) * K),
-                         scale, shape, std::span<float>(o).subspan(s0 * H * D, (s1 - s0) * H * D));
-  };
-  if (ctx.pool) ctx.pool->parallel_for(S, attend);
-  else attend(0, S);
+  if (fast) {
+    // (query, 4 heads) items over the pool, the compressed rows read in the cache.
+    const kernels::KvRows kvr{rows.data(), offset, cmp_rows, n_c};
+    kernels::sparse_attn_fast(q, kvr, w.attn_sink, idx, scale, {S, H, D, K}, o, ctx.pool);
+  } else {
+    // Queries are independent: split them over the pool (each query's arithmetic is unchanged).
+    auto attend = [&](std::size_t s0, std::size_t s1) {
+      const kernels::SparseAttnShape shape{s1 - s0, H, D, rows.size() / D, K};
+      kernels::sparse_attn(std::span<const float>(q).subspan(s0 * H * D, (s1 - s0) * H * D), rows,
+                           w.attn_sink, std::span<const std::int32_t>(idx).subspan(s0 * K, (s1 - s0) * K),
+                           scale, shape, std::span<float>(o).subspan(s0 * H * D, (s1 - s0) * H * D));
+    };
+    if (ctx.pool) ctx.pool->parallel_for(S, attend);
+    else attend(0, S);
+  }
   ctx.dump_f32(tag + "attn_core", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(H), static_cast<std::int64_t>(D)}, o.data());
   kernels::apply_rope(o, H, D, *w.rope, pos, /*inverse=*/true);
   output_projection(ctx, w, o, S, out);
-  (void)n_c;
 }
 
 }  // namespace dsv4

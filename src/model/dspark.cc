@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "kernels/attention_fast.h"
 #include "kernels/hyper_connections.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
@@ -48,7 +49,11 @@ void dspark_attention(const ForwardContext& ctx, const LayerWeights& w, LayerCac
   }
   std::vector<float> o(B * H * D);
   const float scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
-  kernels::sparse_attn(q, rows, w.attn_sink, idx, scale, {B, H, D, rows.size() / D, K}, o);
+  if (ctx.opt.numerics == kernels::Numerics::kFast)
+    kernels::sparse_attn_fast(q, {rows.data(), rows.size() / D, nullptr, 0}, w.attn_sink, idx, scale, {B, H, D, K}, o,
+                              ctx.pool);
+  else
+    kernels::sparse_attn(q, rows, w.attn_sink, idx, scale, {B, H, D, rows.size() / D, K}, o);
   kernels::apply_rope(o, H, D, *w.rope, P, /*inverse=*/true);
   output_projection(ctx, w, o, B, out);
 }

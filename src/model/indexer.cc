@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/attention_fast.h"
 #include "kernels/fp32_ops.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
@@ -12,6 +13,7 @@
 #include "kernels/topk.h"
 #include "model/model_qdq.h"
 #include "numeric/bf16.h"
+#include "util/error.h"
 
 namespace dsv4 {
 
@@ -32,7 +34,8 @@ std::vector<float> index_keys(const ForwardContext& ctx, const LayerWeights& w,
 std::vector<float> index_scores(const ForwardContext& ctx, const LayerWeights& w,
                                 std::span<const float> x, std::span<const float> qr,
                                 std::span<const float> K, std::size_t T,
-                                std::span<const std::int64_t> positions) {
+                                std::span<const std::int64_t> positions,
+                                std::span<const std::uint8_t> cand) {
   const ModelConfig& c = ctx.cfg;
   const std::size_t S = positions.size();
   const auto nh = static_cast<std::size_t>(c.index_n_heads), hd = static_cast<std::size_t>(c.index_head_dim);
@@ -47,13 +50,20 @@ std::vector<float> index_scores(const ForwardContext& ctx, const LayerWeights& w
   for (float& v : wts) v = round_bf16(kernels::mul32(v, mult));
   std::vector<float> I(S * T);
   if (T == 0) return I;
+  if (!cand.empty() && cand.size() != S * T) fail("index_scores: candidate mask of {} for {}x{}", cand.size(), S, T);
+  if (ctx.opt.numerics == kernels::Numerics::kFast) {
+    std::vector<std::int64_t> vis(S);
+    for (std::size_t s = 0; s < S; ++s) vis[s] = (positions[s] + 1) / w.role->ratio;
+    kernels::index_scores_fast(q, wts, K, vis, cand, {S, nh, hd, T}, I, ctx.pool);
+    return I;
+  }
   const float neg_inf = -std::numeric_limits<float>::infinity();
   auto rows = [&](std::size_t s0, std::size_t s1) {
     std::vector<float> z(nh);
     for (std::size_t s = s0; s < s1; ++s) {
       const std::int64_t cs = (positions[s] + 1) / w.role->ratio;  // visible rows
       for (std::size_t t = 0; t < T; ++t) {
-        if (static_cast<std::int64_t>(t) >= cs) {
+        if (static_cast<std::int64_t>(t) >= cs || (!cand.empty() && !cand[s * T + t])) {
           I[s * T + t] = neg_inf;  // step 6 (the score itself is never used)
           continue;
         }

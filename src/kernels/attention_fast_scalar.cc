@@ -1,0 +1,22 @@
+// The scalar build of the fast attention kernels (attention_fast_impl.h on simd16.h).
+#include "kernels/attention_fast_isa.h"
+
+#define DSV4_SIMD16 0
+#include "kernels/simd16.h"
+#include "kernels/attention_fast_impl.h"
+
+namespace dsv4::kernels::attn_detail {
+
+void sparse_attn_items_scalar(const float* q, const KvRows& kv, const float* sink, const std::int32_t* idx,
+                          float scale, const FastAttnShape& sh, float* out, std::size_t i0, std::size_t i1) {
+  DSV4_SIMD16_NS::sparse_attn_items(q, kv, sink, idx, scale, sh, out, i0, i1);
+}
+
+void index_score_items_scalar(const float* q, const float* w, const float* K, const std::int64_t* visible,
+                          const std::uint8_t* cand, const IndexScoreShape& sh, float* I, std::size_t i0,
+                          std::size_t i1) {
+  DSV4_SIMD16_NS::index_score_items(q, w, K, visible, cand, sh, I, i0, i1);
+}
+
+}  // namespace dsv4::kernels::attn_detail
+
