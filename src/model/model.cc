@@ -104,6 +104,11 @@ std::vector<float> Model::forward(SequenceState& seq, std::span<const std::int64
   return std::move(run({&item, 1}, dump)[0]);
 }
 
+std::vector<float> Model::forward_last(SequenceState& seq, std::span<const std::int64_t> ids) {
+  const BatchItem item{&seq, ids, LogitRows::kLast};
+  return std::move(run({&item, 1}, nullptr)[0]);
+}
+
 std::vector<float> Model::forward_compare_fast(SequenceState& seq, std::span<const std::int64_t> ids,
                                               std::vector<double>& rel_err) {
   const BatchItem item{&seq, ids};
@@ -127,12 +132,26 @@ void Model::block(const ForwardContext& ctx, const LayerWeights& w, std::size_t 
   std::vector<float> pre_a(N * hc), post_a(N * hc), comb_a(N * hc * hc);
   std::vector<float> pre_f(N * hc), post_f(N * hc), comb_f(N * hc * hc);
   std::vector<float> h(N * dim), y(N * dim), Xn(X.size());
+  // The §5 ops on X in the call's numerics (fast: fixed-order arithmetic split over tokens).
+  const bool fast = ctx.opt.numerics == kernels::Numerics::kFast;
+  auto hc_mixes = [&](const auto& hw, std::vector<float>& p, std::vector<float>& q, std::vector<float>& cb) {
+    if (fast) kernels::hc_mixes_fast(X, hw.fn, hw.scale, hw.base, c.norm_eps, N, dim, hp, p, q, cb, ctx.pool);
+    else kernels::hc_mixes(X, hw.fn, hw.scale, hw.base, c.norm_eps, N, dim, hp, p, q, cb);
+  };
+  auto hc_pre = [&](const std::vector<float>& p, std::vector<float>& out) {
+    if (fast) kernels::hc_pre_fast(X, p, N, hc, dim, out, ctx.pool);
+    else kernels::hc_pre(X, p, N, hc, dim, out);
+  };
+  auto hc_post = [&](const std::vector<float>& q, const std::vector<float>& cb) {  // X ← post-mix(y, X)
+    if (fast) kernels::hc_post_fast(y, X, q, cb, N, hc, dim, Xn, ctx.pool);
+    else kernels::hc_post(y, X, q, cb, N, hc, dim, Xn);
+    X.swap(Xn);
+  };
   // Attention sublayer: its input uses the previous block's FFN pre (delayed pre-mix, §5.4).
   {
     OpTimer t(ctx, "hc");
-    kernels::hc_mixes(X, w.hc_attn.fn, w.hc_attn.scale, w.hc_attn.base, c.norm_eps, N, dim, hp, pre_a,
-                      post_a, comb_a);
-    kernels::hc_pre(X, pre, N, hc, dim, h);
+    hc_mixes(w.hc_attn, pre_a, post_a, comb_a);
+    hc_pre(pre, h);
   }
   {
     OpTimer t(ctx, "norm");
@@ -146,12 +165,10 @@ void Model::block(const ForwardContext& ctx, const LayerWeights& w, std::size_t 
   ctx.dump_f32(tag + "attn_out", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(dim)}, y.data());
   {
     OpTimer t(ctx, "hc");
-    kernels::hc_post(y, X, post_a, comb_a, N, hc, dim, Xn);
-    X.swap(Xn);
+    hc_post(post_a, comb_a);
     // FFN sublayer: its input uses this block's attention pre.
-    kernels::hc_mixes(X, w.hc_ffn.fn, w.hc_ffn.scale, w.hc_ffn.base, c.norm_eps, N, dim, hp, pre_f,
-                      post_f, comb_f);
-    kernels::hc_pre(X, pre_a, N, hc, dim, h);
+    hc_mixes(w.hc_ffn, pre_f, post_f, comb_f);
+    hc_pre(pre_a, h);
   }
   {
     OpTimer t(ctx, "norm");
@@ -174,8 +191,7 @@ void Model::block(const ForwardContext& ctx, const LayerWeights& w, std::size_t 
   }
   {
     OpTimer t(ctx, "hc");
-    kernels::hc_post(y, X, post_f, comb_f, N, hc, dim, Xn);
-    X.swap(Xn);
+    hc_post(post_f, comb_f);
   }
   pre.swap(pre_f);
   ctx.dump_f32(tag + "out", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(hc), static_cast<std::int64_t>(dim)}, X.data());
@@ -301,25 +317,40 @@ std::vector<std::vector<float>> Model::run(std::span<const BatchItem> items, Dum
   std::vector<float> x(N * dim);
   {
     OpTimer t(ctx, "norm");
-    kernels::hc_pre(X, pre, N, hc, dim, x);
+    if (ctx.opt.numerics == kernels::Numerics::kFast) kernels::hc_pre_fast(X, pre, N, hc, dim, x, ctx.pool);
+    else kernels::hc_pre(X, pre, N, hc, dim, x);
     kernels::rmsnorm(x, weights_->bf16("norm.weight"), c.norm_eps, x, N);
   }
   ctx.dump_f32("final_x", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(dim)}, x.data());
+  // The head on the rows that want logits only (out0[i]: item i's first row among them).
   const auto V = static_cast<std::size_t>(c.vocab_size);
-  std::vector<float> logits(N * V);
+  std::vector<std::size_t> out0(items.size() + 1, 0);
+  for (std::size_t i = 0; i < items.size(); ++i)
+    out0[i + 1] = out0[i] + (items[i].logits == LogitRows::kLast ? 1 : items[i].ids.size());
+  const std::size_t NL = out0.back();
+  if (NL != N) {
+    std::vector<float> sel(NL * dim);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const std::size_t n = out0[i + 1] - out0[i], first = row0[i + 1] - n;
+      std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(first * dim), n * dim,
+                  sel.begin() + static_cast<std::ptrdiff_t>(out0[i] * dim));
+    }
+    x.swap(sel);
+  }
+  std::vector<float> logits(NL * V);
   auto lin = ctx.lin();
   lin.f32_output = true;
   {
     OpTimer t(ctx, "head");
-    kernels::linear(x, N, weights_->matrix("head.weight"), logits, lin);
+    kernels::linear(x, NL, weights_->matrix("head.weight"), logits, lin);
   }
 
   std::vector<std::vector<float>> out(items.size());
   for (std::size_t i = 0; i < items.size(); ++i) {
     SequenceState& seq = *items[i].seq;
     const std::size_t S = items[i].ids.size();
-    out[i].assign(logits.begin() + static_cast<std::ptrdiff_t>(row0[i] * V),
-                  logits.begin() + static_cast<std::ptrdiff_t>((row0[i] + S) * V));
+    out[i].assign(logits.begin() + static_cast<std::ptrdiff_t>(out0[i] * V),
+                  logits.begin() + static_cast<std::ptrdiff_t>(out0[i + 1] * V));
     // Step 11: the DSpark target hiddens of this call, [S, n_targets · dim].
     seq.main_hidden.assign(S * n_targets * dim, 0.0f);
     for (std::size_t k = 0; k < n_targets; ++k)

@@ -38,10 +38,16 @@ struct ModelOptions {
   std::function<void(std::string_view stage, std::size_t done, std::size_t total)> progress;
 };
 
+// Which positions of a call get logits. Generation only samples after the last position, and
+// the head (vocab × dim) is the widest matrix: a 512-token prefill chunk that asks for every row
+// spends more on the head than on all its layers.
+enum class LogitRows { kAll, kLast };
+
 // One sequence's part of a batched call.
 struct BatchItem {
   SequenceState* seq = nullptr;
   std::span<const std::int64_t> ids;
+  LogitRows logits = LogitRows::kAll;  // kLast: the item's logits are the last position's [V]
 };
 
 // What forward_spec returns at start_pos > 0 (spec §9.4).
@@ -71,6 +77,9 @@ class Model {
   // dump (optional) receives named intermediates (see docs/forward-pass.md).
   std::vector<float> forward(SequenceState& seq, std::span<const std::int64_t> ids,
                              Dump* dump = nullptr);
+  // The same call returning only the last position's logits [V] (the same bits as the last row
+  // of forward's: the head reduces each row in a fixed order whatever rows share the call).
+  std::vector<float> forward_last(SequenceState& seq, std::span<const std::int64_t> ids);
   // The same call, also measuring fast against strict numerics layer by layer on IDENTICAL
   // inputs: before each layer (Engram + block) runs in strict mode, the same layer runs in fast
   // mode on a copy of its input and of the sequence state; rel_err[L] = ‖X_fast − X_strict‖ /

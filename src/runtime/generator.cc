@@ -58,8 +58,7 @@ GenerationResult Generator::generate(SequenceState& seq, std::span<const std::in
     }
     const std::size_t n = std::min(step, prompt.size() - s);
     ids64.assign(prompt.begin() + static_cast<std::ptrdiff_t>(s), prompt.begin() + static_cast<std::ptrdiff_t>(s + n));
-    std::vector<float> lg = model_.forward(seq, ids64);
-    last.assign(lg.end() - static_cast<std::ptrdiff_t>(V), lg.end());
+    last = model_.forward_last(seq, ids64);
     r.prompt_fed = s + n;
     if (cb.on_prefill) cb.on_prefill(r.prompt_fed, prompt.size());
   }

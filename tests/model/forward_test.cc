@@ -93,6 +93,28 @@ TEST_F(ForwardTest, BatchOfSequencesAtDifferentPositionsEqualsEachAlone) {
   }
 }
 
+TEST_F(ForwardTest, LastRowLogitsEqualThatRowOfEveryRowLogits) {
+  const std::size_t V = 129280;
+  for (auto mode : {kernels::Numerics::kStrict, kernels::Numerics::kFast}) {
+    SCOPED_TRACE(numerics_name(mode));
+    auto m = load(mode);
+    const auto a = ids(20, 4), b = ids(9, 5);
+    const auto want_a = feed(*m, a, a.size());
+    const auto want_b = feed(*m, b, b.size());
+    const std::vector<float> last_a(want_a.end() - static_cast<std::ptrdiff_t>(V), want_a.end());
+    auto sa = m->new_sequence(a.size());
+    EXPECT_TRUE(same_bits(m->forward_last(*sa, a), last_a));
+    // Mixed in one batch: A wants its last row only, B every row.
+    auto sa2 = m->new_sequence(a.size()), sb = m->new_sequence(b.size());
+    const BatchItem items[2] = {{sa2.get(), std::span<const std::int64_t>(a), LogitRows::kLast},
+                                {sb.get(), std::span<const std::int64_t>(b), LogitRows::kAll}};
+    auto out = m->forward_batch(items);
+    EXPECT_TRUE(same_bits(out[0], last_a));
+    EXPECT_TRUE(same_bits(out[1], want_b));
+    EXPECT_EQ(static_cast<std::size_t>(sa2->pos()), a.size());
+  }
+}
+
 TEST_F(ForwardTest, OneThreadEqualsTwoThreads) {
   const auto t = ids(24, 3);
   for (auto mode : {kernels::Numerics::kStrict, kernels::Numerics::kFast}) {

@@ -68,12 +68,12 @@ int run_dspark(RunArgs& a, Model& m, const std::vector<std::int64_t>& ids) {
   const auto n_new = static_cast<std::size_t>(a.sampling.n_predict);
   auto seq = m.new_sequence(ids.size() + n_new + 1);
   const auto V = static_cast<std::size_t>(m.config().vocab_size);
-  auto logits = m.forward(*seq, ids);
+  const auto logits = m.forward_last(*seq, ids);
   nlohmann::json drafts = nlohmann::json::array();
   std::vector<float> draft_logits;
   std::size_t steps = 0;
   std::vector<std::int64_t> out;
-  std::int64_t next = argmax(std::span<const float>(logits.data() + (ids.size() - 1) * V, V));
+  std::int64_t next = argmax(logits);
   m.forward_spec(*seq, next, 0);  // seeds the stages' rings with the prefill's hiddens
   for (std::size_t k = 0; k < n_new; ++k) {
     out.push_back(next);
