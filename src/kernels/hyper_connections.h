@@ -19,6 +19,10 @@
 #include <cstddef>
 #include <span>
 
+namespace dsv4 {
+class ThreadPool;
+}
+
 namespace dsv4::kernels {
 
 struct HcParams {
@@ -47,5 +51,26 @@ void hc_pre(std::span<const float> x, std::span<const float> pre, std::size_t to
 void hc_post(std::span<const float> y, std::span<const float> r, std::span<const float> post,
              std::span<const float> comb, std::size_t tokens, std::size_t hc, std::size_t dim,
              std::span<float> out);
+
+// Fast numerics (§17: judged against the ops above). The same results, computed with fixed-order
+// fp32 arithmetic instead of correctly rounded sums, and split over tokens on `pool` (null: this
+// thread). Each token's arithmetic is one fixed sequence, so the bits depend neither on the
+// thread count nor on which other tokens share the call:
+//   hc_mixes_fast: Σ x² and each mix dot as exact double products over 16 double partial sums
+//     (lane = index mod 16) joined by a halving tree, rounded once to fp32;
+//     r = fp32(1/√(fp32(Σ/n) + eps)) in double; then the strict Sinkhorn (a few hundred
+//     operations per token).
+//   hc_pre_fast / hc_post_fast: the products are exact in double and summed in copy order in
+//     double, then rounded once to fp32 — the strict result except when the exact sum lies within
+//     a few double ulps of an fp32 rounding boundary.
+void hc_mixes_fast(std::span<const float> x, std::span<const float> fn, std::span<const float> scale,
+                   std::span<const float> base, double norm_eps, std::size_t tokens, std::size_t dim,
+                   const HcParams& p, std::span<float> pre, std::span<float> post, std::span<float> comb,
+                   ThreadPool* pool);
+void hc_pre_fast(std::span<const float> x, std::span<const float> pre, std::size_t tokens, std::size_t hc,
+                 std::size_t dim, std::span<float> out, ThreadPool* pool);
+void hc_post_fast(std::span<const float> y, std::span<const float> r, std::span<const float> post,
+                  std::span<const float> comb, std::size_t tokens, std::size_t hc, std::size_t dim,
+                  std::span<float> out, ThreadPool* pool);
 
 }  // namespace dsv4::kernels

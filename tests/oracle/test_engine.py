@@ -206,10 +206,12 @@ class FastVsStrict(EngineCase):
     Thresholds and why they suffice:
     * per-layer relative error ‖X_fast − X_strict‖/‖X_strict‖ of each layer's output residual
       stream, with the layer's input and state taken from the strict run (dsv4 logits
-      --layer-errors): ≤ 1e-2. Fast differs from strict only in the summation order inside
-      linears, which moves an fp32 result by a few ulps and so flips a bf16 rounding (2^-8
-      relative) only rarely, or, more rarely still, a top-k choice; a real defect (a wrong
-      scale, block, index or rounding point) gives errors of order 1.
+      --layer-errors): ≤ 1e-2. Fast differs from strict only in fixed-order fp32 sums (linears,
+      attention, indexer scores, the hyper-connection mixes), a polynomial exp in the softmax,
+      and double instead of exact sums in the hyper-connection pre/post mixes; each moves an
+      fp32 result by a few ulps and so flips a bf16 rounding (2^-8 relative) only rarely, or,
+      more rarely still, a top-k choice; a real defect (a wrong scale, block, index or rounding
+      point) gives errors of order 1.
     * teacher-forced argmax agreement: identical over the first 32 positions (before the window
       ring wraps, where no divergence has had time to compound) and ≥ 60 % over all 100. A random
       tiny model is chaotic: one flipped discrete choice changes later logits wholesale, so

@@ -1,0 +1,118 @@
+// Hyper-connections in fast numerics (see hyper_connections.h): the strict ops' results with
+// fixed-order fp32 / double arithmetic, split over tokens. The loops are written so the compiler
+// can vectorise them without reassociating anything (16 independent partial sums; element-wise
+// double products), which keeps every token's bits fixed whatever the ISA, threads or batch.
+#include <cmath>
+#include <vector>
+
+#include "kernels/hyper_connections.h"
+#include "numeric/bf16.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace dsv4::kernels {
+namespace {
+
+void check(const char* fn, const char* what, std::size_t got, std::size_t want) {
+  if (got != want) fail("{}: {} has {} elements, expected {}", fn, what, got, want);
+}
+
+// fp32(Σ a[i]·b[i]) from exact double products in 16 double partial sums (lane l takes the
+// indices ≡ l mod 16) joined by a halving tree (l, l+8), (l, l+4), (l, l+2), (l, l+1). Double
+// sums keep the result the correctly rounded (strict) one unless the exact sum lies within
+// about n·2^-53 of an fp32 rounding boundary: the mixes feed sigmoids, a softmax and 20
+// Sinkhorn steps whose outputs steer every later layer, so staying on the strict bits here
+// keeps fast-mode divergence where it belongs, in the big linears.
+float dot16(const float* a, const float* b, std::size_t n) {
+  double acc[16] = {};
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (std::size_t l = 0; l < 16; ++l) acc[l] += static_cast<double>(a[i + l]) * static_cast<double>(b[i + l]);
+  for (std::size_t l = 0; i + l < n; ++l) acc[l] += static_cast<double>(a[i + l]) * static_cast<double>(b[i + l]);
+  for (std::size_t h = 8; h > 0; h /= 2)
+    for (std::size_t l = 0; l < h; ++l) acc[l] += acc[l + h];
+  return static_cast<float>(acc[0]);
+}
+
+// Runs fn(t0, t1) over token ranges on the pool (or inline).
+template <class Fn>
+void over_tokens(std::size_t tokens, ThreadPool* pool, Fn&& fn) {
+  if (pool != nullptr && tokens > 1) pool->parallel_for(tokens, fn);
+  else fn(0, tokens);
+}
+
+}  // namespace
+
+void hc_mixes_fast(std::span<const float> x, std::span<const float> fn, std::span<const float> scale,
+                   std::span<const float> base, double norm_eps, std::size_t tokens, std::size_t dim,
+                   const HcParams& p, std::span<float> pre, std::span<float> post, std::span<float> comb,
+                   ThreadPool* pool) {
+  const std::size_t hc = p.hc, nm = (2 + hc) * hc, width = hc * dim;
+  check("hc_mixes_fast", "X", x.size(), tokens * width);
+  check("hc_mixes_fast", "fn", fn.size(), nm * width);
+  check("hc_mixes_fast", "pre", pre.size(), tokens * hc);
+  check("hc_mixes_fast", "post", post.size(), tokens * hc);
+  check("hc_mixes_fast", "comb", comb.size(), tokens * hc * hc);
+  if (width == 0) fail("hc_mixes_fast: empty rows");
+  const float eps = static_cast<float>(norm_eps);
+  over_tokens(tokens, pool, [&](std::size_t t0, std::size_t t1) {
+    std::vector<float> mixes(nm);
+    for (std::size_t t = t0; t < t1; ++t) {
+      const float* xt = x.data() + t * width;
+      const float ms = dot16(xt, xt, width) / static_cast<float>(width);
+      const auto r = static_cast<float>(1.0 / std::sqrt(static_cast<double>(ms + eps)));
+      for (std::size_t i = 0; i < nm; ++i) mixes[i] = dot16(xt, fn.data() + i * width, width) * r;
+      hc_split_sinkhorn(mixes, scale, base, 1, p, pre.subspan(t * hc, hc), post.subspan(t * hc, hc),
+                        comb.subspan(t * hc * hc, hc * hc));
+    }
+  });
+}
+
+void hc_pre_fast(std::span<const float> x, std::span<const float> pre, std::size_t tokens, std::size_t hc,
+                 std::size_t dim, std::span<float> out, ThreadPool* pool) {
+  check("hc_pre_fast", "X", x.size(), tokens * hc * dim);
+  check("hc_pre_fast", "pre", pre.size(), tokens * hc);
+  check("hc_pre_fast", "out", out.size(), tokens * dim);
+  over_tokens(tokens, pool, [&](std::size_t t0, std::size_t t1) {
+    std::vector<double> acc(dim);
+    for (std::size_t t = t0; t < t1; ++t) {
+      const float* xt = x.data() + t * hc * dim;
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (std::size_t c = 0; c < hc; ++c) {
+        const double pc = pre[t * hc + c];
+        for (std::size_t d = 0; d < dim; ++d) acc[d] += pc * static_cast<double>(xt[c * dim + d]);
+      }
+      for (std::size_t d = 0; d < dim; ++d) out[t * dim + d] = round_bf16(static_cast<float>(acc[d]));
+    }
+  });
+}
+
+void hc_post_fast(std::span<const float> y, std::span<const float> r, std::span<const float> post,
+                  std::span<const float> comb, std::size_t tokens, std::size_t hc, std::size_t dim,
+                  std::span<float> out, ThreadPool* pool) {
+  check("hc_post_fast", "y", y.size(), tokens * dim);
+  check("hc_post_fast", "R", r.size(), tokens * hc * dim);
+  check("hc_post_fast", "post", post.size(), tokens * hc);
+  check("hc_post_fast", "comb", comb.size(), tokens * hc * hc);
+  check("hc_post_fast", "out", out.size(), tokens * hc * dim);
+  over_tokens(tokens, pool, [&](std::size_t t0, std::size_t t1) {
+    std::vector<double> acc(dim);
+    for (std::size_t t = t0; t < t1; ++t) {
+      const float* rt = r.data() + t * hc * dim;
+      const float* ct = comb.data() + t * hc * hc;
+      const float* yt = y.data() + t * dim;
+      for (std::size_t j = 0; j < hc; ++j) {
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (std::size_t i = 0; i < hc; ++i) {
+          const double cij = ct[i * hc + j];
+          for (std::size_t d = 0; d < dim; ++d) acc[d] += cij * static_cast<double>(rt[i * dim + d]);
+        }
+        const float pj = post[t * hc + j];
+        float* o = out.data() + (t * hc + j) * dim;
+        for (std::size_t d = 0; d < dim; ++d) o[d] = round_bf16(pj * yt[d] + static_cast<float>(acc[d]));
+      }
+    }
+  });
+}
+
+}  // namespace dsv4::kernels

@@ -1,0 +1,146 @@
+// Hyper-connections in fast numerics (hyper_connections_fast.cc) against the strict ops, which
+// the oracle tests pin bit for bit: agreement within the error fixed-order fp32 sums allow, and
+// the invariances fast mode promises — the same bits on any thread count and for a token alone
+// or inside a batch.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "kernel_oracle.h"
+#include "kernels/hyper_connections.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace dsv4::kernels {
+namespace {
+
+using test::Rng;
+
+constexpr std::size_t kHc = 4, kNm = (2 + kHc) * kHc;
+
+struct MixInputs {
+  std::size_t T, D;
+  std::vector<float> x, fn, scale, base;
+};
+
+MixInputs mix_inputs(std::size_t T, std::size_t D, std::uint64_t seed) {
+  Rng r(seed);
+  MixInputs m{T, D, std::vector<float>(T * kHc * D), std::vector<float>(kNm * kHc * D), std::vector<float>(3),
+              std::vector<float>(kNm)};
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t i = 0; i < kHc * D; ++i) m.x[t * kHc * D + i] = r.bf16_gauss(static_cast<int>(t % 7) - 3);
+  for (auto& v : m.fn) v = static_cast<float>(r.gauss() / std::sqrt(static_cast<double>(kHc * D)));
+  for (auto& s : m.scale) s = static_cast<float>(r.unif(0.5, 2.0));
+  for (auto& b : m.base) b = static_cast<float>(r.gauss());
+  return m;
+}
+
+struct Mixes {
+  std::vector<float> pre, post, comb;
+};
+
+Mixes run_mixes(const MixInputs& m, bool fast, ThreadPool* pool, std::size_t t0 = 0, std::size_t nt = 0) {
+  if (nt == 0) nt = m.T;
+  const std::size_t w = kHc * m.D;
+  const std::span<const float> x(m.x.data() + t0 * w, nt * w);
+  Mixes o{std::vector<float>(nt * kHc), std::vector<float>(nt * kHc), std::vector<float>(nt * kHc * kHc)};
+  const HcParams p{kHc, 20, 1e-6};
+  if (fast) hc_mixes_fast(x, m.fn, m.scale, m.base, 1e-20, nt, m.D, p, o.pre, o.post, o.comb, pool);
+  else hc_mixes(x, m.fn, m.scale, m.base, 1e-20, nt, m.D, p, o.pre, o.post, o.comb);
+  return o;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
+  return m;
+}
+
+TEST(HcFast, MixesAgreeWithStrict) {
+  // D = 1029: the dot's tail (4116 = 257·16 + 4) exercises the partial lanes.
+  for (std::size_t D : {64u, 1029u, 5120u}) {
+    SCOPED_TRACE(D);
+    const MixInputs m = mix_inputs(9, D, 91 + D);
+    const Mixes s = run_mixes(m, false, nullptr), f = run_mixes(m, true, nullptr);
+    // The mixes move by a few fp32 ulps; pre and post are sigmoids (slope ≤ 1/2 after the ×2),
+    // comb a Sinkhorn of a softmax, all of them in [0, 2]: an error of 1e-5 absolute is far
+    // beyond what a few ulps can do and far below any real defect (a wrong scale, row or norm).
+    EXPECT_LT(max_abs_diff(s.pre, f.pre), 1e-5);
+    EXPECT_LT(max_abs_diff(s.post, f.post), 1e-5);
+    EXPECT_LT(max_abs_diff(s.comb, f.comb), 1e-5);
+  }
+}
+
+TEST(HcFast, MixesIndependentOfThreadsAndBatch) {
+  const MixInputs m = mix_inputs(11, 320, 92);
+  ThreadPool p1(1), p3(3);
+  const Mixes a = run_mixes(m, true, nullptr), b = run_mixes(m, true, &p1), c = run_mixes(m, true, &p3);
+  EXPECT_TRUE(same_bits(a.pre, c.pre) && same_bits(a.post, c.post) && same_bits(a.comb, c.comb));
+  EXPECT_TRUE(same_bits(a.comb, b.comb));
+  for (std::size_t t : {0u, 5u, 10u}) {  // one token alone = its row of the batch
+    const Mixes one = run_mixes(m, true, &p3, t, 1);
+    EXPECT_TRUE(std::equal(one.comb.begin(), one.comb.end(), a.comb.begin() + static_cast<std::ptrdiff_t>(t * kHc * kHc)));
+    EXPECT_TRUE(std::equal(one.pre.begin(), one.pre.end(), a.pre.begin() + static_cast<std::ptrdiff_t>(t * kHc)));
+  }
+}
+
+// Counts elements whose bits differ; every difference must be one bf16 step at most.
+std::size_t bf16_steps_apart(const std::vector<float>& a, const std::vector<float>& b) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (test::bits(a[i]) == test::bits(b[i])) continue;
+    ++n;
+    const double step = std::ldexp(1.0, std::ilogb(std::max(std::fabs(a[i]), std::fabs(b[i]))) - 7);
+    EXPECT_LE(std::fabs(static_cast<double>(a[i]) - b[i]), step) << "element " << i;
+  }
+  return n;
+}
+
+TEST(HcFast, PreAndPostAgreeWithStrictAndAreInvariant) {
+  Rng r(93);
+  constexpr std::size_t T = 13, D = 515;
+  std::vector<float> x(T * kHc * D), y(T * D), pre(T * kHc), post(T * kHc), comb(T * kHc * kHc);
+  for (auto& v : x) v = r.bf16_gauss(0);
+  for (auto& v : y) v = r.bf16_gauss(0);
+  for (auto& v : pre) v = static_cast<float>(r.unif(-1, 1));
+  for (auto& v : post) v = static_cast<float>(r.unif(0, 2));
+  for (auto& v : comb) v = static_cast<float>(r.unif(0, 1));
+  std::vector<float> sp(T * D), fp(T * D), so(T * kHc * D), fo(T * kHc * D);
+  hc_pre(x, pre, T, kHc, D, sp);
+  hc_post(y, x, post, comb, T, kHc, D, so);
+  ThreadPool p2(2);
+  hc_pre_fast(x, pre, T, kHc, D, fp, &p2);
+  hc_post_fast(y, x, post, comb, T, kHc, D, fo, &p2);
+  // Double sums of exact products round like the exact sum but within a few double ulps of a
+  // boundary: all but a handful of the ~34K outputs are the strict bits.
+  EXPECT_LE(bf16_steps_apart(sp, fp), sp.size() / 1000);
+  EXPECT_LE(bf16_steps_apart(so, fo), so.size() / 1000);
+  // Thread count and token-alone invariance.
+  std::vector<float> fp1(T * D), fo1(T * kHc * D);
+  hc_pre_fast(x, pre, T, kHc, D, fp1, nullptr);
+  hc_post_fast(y, x, post, comb, T, kHc, D, fo1, nullptr);
+  EXPECT_TRUE(same_bits(fp, fp1));
+  EXPECT_TRUE(same_bits(fo, fo1));
+  const std::size_t t = 7;
+  std::vector<float> one(kHc * D);
+  hc_post_fast(std::span<const float>(y).subspan(t * D, D), std::span<const float>(x).subspan(t * kHc * D, kHc * D),
+               std::span<const float>(post).subspan(t * kHc, kHc), std::span<const float>(comb).subspan(t * kHc * kHc, kHc * kHc),
+               1, kHc, D, one, &p2);
+  EXPECT_TRUE(std::equal(one.begin(), one.end(), fo.begin() + static_cast<std::ptrdiff_t>(t * kHc * D)));
+}
+
+TEST(HcFast, ShapeErrors) {
+  std::vector<float> x(4 * 8), o(8), pre(4), post(4), comb(16), fn(24 * 32), sc(3), b(24);
+  EXPECT_THROW(hc_pre_fast(x, pre, 1, 4, 7, o, nullptr), Error);
+  EXPECT_THROW(hc_post_fast(o, x, post, comb, 1, 4, 7, x, nullptr), Error);
+  EXPECT_THROW(hc_mixes_fast(x, fn, sc, b, 1e-20, 2, 8, HcParams{}, pre, post, comb, nullptr), Error);
+  EXPECT_NO_THROW(hc_mixes_fast(x, fn, sc, b, 1e-20, 1, 8, HcParams{}, pre, post, comb, nullptr));
+}
+
+}  // namespace
+}  // namespace dsv4::kernels
