@@ -33,6 +33,10 @@ namespace dsv4 {
 //   wide — the released per-layer widths (dim 5120, 64 heads × 512, q_lora 1280, 8 × 1024 output
 //          groups, experts of 2304, indexer 32 × 128) with 6 layers, 16 routed experts and one
 //          DSpark stage: about 6.5 GB, for benchmarks on a 24 GiB machine.
+//   long — the released attention geometry per head (head_dim 512, window 128, index keys 128,
+//          top-k 512, 2048 candidate blocks of 8) with 8 attention and 4 index heads, dim 1024,
+//          4 layers (window, ratio-2 source, ratio-1 candidate source, ratio-1 candidate user)
+//          and max_seq_len 40960: context-scaling benchmarks up to 32K tokens.
 std::vector<std::string> fixture_preset_names();
 // Throws dsv4::Error listing the known names for an unknown one.
 ModelConfig fixture_preset(std::string_view name);

@@ -82,14 +82,50 @@ ModelConfig wide() {
   return c;
 }
 
+// Long contexts at the released attention geometry per head: head_dim 512, window 128, index keys
+// of 128, index top-k 512, a candidate budget of 2048 blocks of 8 (so contexts past 16K make the
+// re-indexing layer's bound matter), with fewer heads (8 attention, 4 index: the released 2:1
+// ratio of attention to index head work kept at 64:32 → 8:4) and a narrow residual so a 32K
+// prefill runs in minutes on 2 cores. One layer of each context-dependent role: window-only,
+// ratio-2 kv+index source, ratio-1 kv+index+candidate source, ratio-1 candidate user.
+ModelConfig long_context() {
+  ModelConfig c;
+  c.source = "preset long";
+  c.dim = 1024;
+  c.moe_inter_dim = 256;
+  c.n_layers = 4;
+  c.n_mtp_layers = 1;
+  c.n_heads = 8;
+  c.q_lora_rank = 256;
+  c.o_groups = 2;
+  c.o_lora_rank = 256;
+  c.compress_ratios = {0, 2, 1, 1, 0};
+  c.kv_source_layers = {1, 2};
+  c.index_source_layers = {1, 2, 3};
+  c.candidate_source_layer = 2;
+  c.index_n_heads = 4;
+  c.n_routed_experts = 8;
+  c.n_activated_experts = 2;
+  c.dspark_target_layer_ids = {1, 2, 3};
+  c.dspark_markov_rank = 32;
+  c.dspark_n_routed_experts = 4;
+  c.dspark_n_activated_experts = 2;
+  c.engram_layer_ids = {};
+  c.engram_num_embeddings = {};
+  c.vision_n_layers = 0;
+  c.max_seq_len = 40960;  // 32K prompts plus generation
+  return c;
+}
+
 }  // namespace
 
-std::vector<std::string> fixture_preset_names() { return {"tiny", "wide"}; }
+std::vector<std::string> fixture_preset_names() { return {"tiny", "wide", "long"}; }
 
 ModelConfig fixture_preset(std::string_view name) {
   ModelConfig c;
   if (name == "tiny") c = tiny();
   else if (name == "wide") c = wide();
+  else if (name == "long") c = long_context();
   else fail("unknown preset '{}' (known: {})", name, fmt::join(fixture_preset_names(), ", "));
   c.validate();
   return c;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "kernels/attention_fast.h"
 #include "kernels/rmsnorm.h"
@@ -118,6 +119,7 @@ const std::vector<std::int64_t>& compressed_part(const ForwardContext& ctx, cons
   LayerCache& cache = seq.layers[id];
   if (role.kv_source) {
     if (n_cmp > cache.cmp_kv.size() / D) fail("layer {}: compressed cache overflow", role.id);
+    OpTimer timer(ctx, "attention/compressor");
     CompressorOutput lat = compress(ctx, w, cache, x, S, start_pos);
     if (lat.groups > 0) {
       const auto fg = static_cast<std::size_t>(lat.first_group);
@@ -174,6 +176,7 @@ const std::vector<std::int64_t>& compressed_part(const ForwardContext& ctx, cons
       fail("layer {}: candidate source {} did not run this call", role.id, c.candidate_source_layer);
     cand_mask = hand.cand[src];
   }
+  OpTimer timer(ctx, "attention/indexer");
   std::vector<float> I = index_scores(ctx, w, x, qr, std::span<const float>(K, n_cmp * hd), n_cmp, pos, cand_mask);
   if (role.candidate_source) {
     auto& cand = hand.cand[id];
@@ -313,6 +316,7 @@ void attention_forward(const ForwardContext& ctx, const LayerWeights& w, Sequenc
   }
   std::vector<float> o(S * H * D);
   const float scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
+  std::optional<OpTimer> core_timer(std::in_place, ctx, "attention/core");
   if (fast) {
     // (query, 4 heads) items over the pool, the compressed rows read in the cache.
     const kernels::KvRows kvr{rows.data(), offset, cmp_rows, n_c};
@@ -328,6 +332,7 @@ void attention_forward(const ForwardContext& ctx, const LayerWeights& w, Sequenc
     if (ctx.pool) ctx.pool->parallel_for(S, attend);
     else attend(0, S);
   }
+  core_timer.reset();
   ctx.dump_f32(tag + "attn_core", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(H), static_cast<std::int64_t>(D)}, o.data());
   kernels::apply_rope(o, H, D, *w.rope, pos, /*inverse=*/true);
   output_projection(ctx, w, o, S, out);

@@ -26,6 +26,8 @@ using Dump = std::map<std::string, DumpTensor>;
 
 // Wall time per operation, summed over calls (dsv4 bench's breakdown). Names are coarse
 // sections of §4–§5: embed, engram hash, engram, hc, norm, attention, moe, head.
+// Seconds and calls per operation name. A name "parent/child" times a part of "parent" (e.g.
+// "attention/indexer"): reports nest it and leave it out of sums over operations.
 struct OpProfile {
   std::map<std::string, double> seconds;
   std::map<std::string, std::uint64_t> calls;

@@ -122,7 +122,7 @@ TEST_F(Fixture, RefusesToOverwriteWithoutForce) {
   EXPECT_THAT(r.err, HasSubstr("not empty"));
   r = test::run_dsv4("make-fixture --preset huge --seed 1 --out " + (*dir_ / "x"));
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr("unknown preset 'huge' (known: tiny, wide)"));
+  EXPECT_THAT(r.err, HasSubstr("unknown preset 'huge' (known: tiny, wide, long)"));
 }
 
 TEST_F(Fixture, TruncatedShardIsNamed) {

@@ -2,7 +2,13 @@
 // run (absolute times mean little on a shared host).
 //
 //   dsv4 bench [-m DIR] [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-t THREADS] [--batch B] [--json]
-//              [--numerics fast|strict] [--cold] [--smoke]
+//              [--ctx N[,N...]] [--chunk TOKENS] [--numerics fast|strict] [--cold] [--smoke]
+//
+// Prompts are fed in chunks of --chunk tokens (512 by default, as a generation prefill would) and
+// only the last position's logits are computed. --ctx N,... adds a context-scaling run: for each
+// N, a fresh sequence is prefilled with N tokens and then decodes -n tokens at position N, with
+// the time per operation, so the cost curve can be read against the design (window part flat,
+// indexer linear in the compressed rows, re-indexing bounded by the candidate budget).
 //
 // Decode: bytes read per token (the memory plan's count of the weights one step touches — dense
 // weights, the activated experts of every layer, Engram rows, the head — plus the cache rows it
@@ -17,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -28,6 +35,7 @@
 #include "io/param_count.h"
 #include "kernels/machine_probe.h"
 #include "model_flags.h"
+#include "progress.h"
 #include "runtime/sampler.h"
 #include "util/cpu_features.h"
 #include "util/error.h"
@@ -42,21 +50,112 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 struct BenchArgs {
   ModelFlags model;
-  std::size_t prompt = 128, gen = 16, batch = 1;
+  std::size_t prompt = 128, gen = 16, batch = 1, chunk = 512;
+  std::vector<std::size_t> ctxs;
   bool json = false, smoke = false, cold = false;
 };
+
+// What one prefill + decode run measured.
+struct RunResult {
+  std::size_t prompt = 0, gen = 0;
+  double prefill_s = 0, decode_s = 0;
+  OpProfile prefill_prof, decode_prof;
+};
+
+// Prefills `prompt` pseudo-random tokens into `batch` fresh sequences (chunks of `chunk`, last
+// position's logits only), then decodes `gen` greedy steps, timing both phases per operation.
+RunResult prefill_and_decode(Model& m, std::size_t prompt, std::size_t gen, std::size_t batch, std::size_t chunk,
+                             bool progress) {
+  const ModelConfig& c = m.config();
+  RunResult r;
+  r.prompt = prompt;
+  r.gen = gen;
+  std::vector<std::unique_ptr<SequenceState>> seqs;
+  std::vector<std::vector<std::int64_t>> prompts(batch);
+  for (std::size_t b = 0; b < batch; ++b) {
+    seqs.push_back(m.new_sequence(prompt + gen + 1));
+    for (std::size_t i = 0; i < prompt; ++i)
+      prompts[b].push_back(static_cast<std::int64_t>((i * 7919 + b * 104729 + 17) % static_cast<std::size_t>(c.vocab_size)));
+  }
+  std::vector<std::vector<float>> logits;
+  ProgressBar bar(fmt::format("prefill {}", prompt), progress);
+  m.set_profile(&r.prefill_prof);
+  auto t0 = Clock::now();
+  for (std::size_t s = 0; s < prompt; s += chunk) {
+    const std::size_t n = std::min(chunk, prompt - s);
+    std::vector<BatchItem> items;
+    for (std::size_t b = 0; b < batch; ++b)
+      items.push_back({seqs[b].get(), std::span<const std::int64_t>(prompts[b].data() + s, n), LogitRows::kLast});
+    logits = m.forward_batch(items);
+    bar.update(s + n, prompt);
+  }
+  r.prefill_s = since(t0);
+  bar.clear();
+  std::vector<std::int64_t> next(batch);
+  for (std::size_t b = 0; b < batch; ++b) next[b] = argmax(logits[b]);
+  m.set_profile(&r.decode_prof);
+  t0 = Clock::now();
+  for (std::size_t k = 0; k < gen; ++k) {
+    std::vector<BatchItem> items;
+    for (std::size_t b = 0; b < batch; ++b) items.push_back({seqs[b].get(), std::span<const std::int64_t>(&next[b], 1)});
+    logits = m.forward_batch(items);
+    for (std::size_t b = 0; b < batch; ++b) next[b] = argmax(logits[b]);
+  }
+  r.decode_s = since(t0);
+  m.set_profile(nullptr);
+  return r;
+}
+
+// Each operation's seconds and share of the phase's wall time. "a/b" names are parts of "a" and
+// are left out of the sum; "other" is what no timer covers (sampling, batching, copies).
+nlohmann::ordered_json breakdown(const OpProfile& p, double total) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  double covered = 0;
+  for (const auto& [name, sec] : p.seconds) {
+    j[name] = {{"seconds", sec}, {"share", total > 0 ? sec / total : 0.0}, {"calls", p.calls.at(name)}};
+    if (name.find('/') == std::string::npos) covered += sec;
+  }
+  j["other"] = {{"seconds", total - covered}, {"share", total > 0 ? (total - covered) / total : 0.0}, {"calls", 0}};
+  return j;
+}
+
+// A row label: "attention/indexer" prints as "  indexer" under "attention".
+std::string op_label(const std::string& name) {
+  const auto slash = name.find('/');
+  return slash == std::string::npos ? name : "  " + name.substr(slash + 1);
+}
+
+// Bytes one decode step reads at position `pos`: the weights it touches (once for the whole
+// batch) and each sequence's cache rows. The memory plan counts cache rows in the bf16 layout of
+// spec §14; this engine keeps them as fp32 (the values are exact either way), so a step reads
+// twice the plan's cache bytes.
+double decode_bytes_per_step(const ModelConfig& c, const Model& m, std::size_t pos, std::size_t batch) {
+  const Manifest man = build_manifest(c);
+  const MemoryPlan plan = plan_memory(c, man, m.weights().roles(), static_cast<std::int64_t>(pos), 1);
+  const double cache = static_cast<double>(plan.decode_cache_bytes) * (sizeof(float) / 2.0);
+  return static_cast<double>(plan.decode_weight_bytes) + cache * static_cast<double>(batch);
+}
 
 int run(BenchArgs& a) {
   if (a.smoke) {
     a.prompt = std::min<std::size_t>(a.prompt, 16);
     a.gen = std::min<std::size_t>(a.gen, 4);
+    for (auto& n : a.ctxs) n = std::min<std::size_t>(n, 64);
   }
   if (a.prompt == 0) fail("-p must be at least 1 prompt token");
   if (a.batch == 0) fail("--batch must be at least 1");
-  const std::size_t ctx = a.model.ctx ? a.model.ctx : a.prompt + a.gen + 1;
-  if (a.prompt + a.gen + 1 > ctx) fail("-c {} is too small for -p {} + -n {}", ctx, a.prompt, a.gen);
+  if (a.chunk == 0) fail("--chunk must be at least 1 token");
+  for (std::size_t n : a.ctxs)
+    if (n == 0) fail("--ctx: every context must be at least 1 token");
+  std::size_t longest = a.prompt;
+  for (std::size_t n : a.ctxs) longest = std::max(longest, n);
+  const std::size_t ctx = a.model.ctx ? a.model.ctx : longest + a.gen + 1;
+  if (longest + a.gen + 1 > ctx) fail("-c {} is too small for {} prompt tokens + -n {}", ctx, longest, a.gen);
   auto m = load_model(a.model, ctx);
   const ModelConfig& c = m->config();
+  if (longest + a.gen + 1 > static_cast<std::size_t>(c.max_seq_len) && !a.model.quiet)
+    std::fprintf(stderr, "note: %zu positions exceed the model's max_seq_len %lld\n", longest + a.gen + 1,
+                 static_cast<long long>(c.max_seq_len));
 
   // The machine's limits, with the model's thread count.
   ThreadPool pool(m->threads());
@@ -87,65 +186,31 @@ int run(BenchArgs& a) {
     page_in_note = fmt::format("paged in {} in {:.2f} s before timing", human_bytes(paged.bytes), paged.seconds);
   }
 
-  // Prefill: B sequences of `prompt` pseudo-random ids, one forward call each batch.
-  std::vector<std::unique_ptr<SequenceState>> seqs;
-  std::vector<std::vector<std::int64_t>> prompts(a.batch);
-  for (std::size_t b = 0; b < a.batch; ++b) {
-    seqs.push_back(m->new_sequence(ctx));
-    for (std::size_t i = 0; i < a.prompt; ++i)
-      prompts[b].push_back(static_cast<std::int64_t>((i * 7919 + b * 104729 + 17) % static_cast<std::size_t>(c.vocab_size)));
-  }
-  auto items = [&](std::vector<std::vector<std::int64_t>>& ids) {
-    std::vector<BatchItem> v;
-    for (std::size_t b = 0; b < a.batch; ++b) v.push_back({seqs[b].get(), ids[b]});
-    return v;
-  };
-  OpProfile prefill_prof, decode_prof;
-  m->set_profile(&prefill_prof);
-  auto t0 = Clock::now();
-  auto it = items(prompts);
-  auto logits = m->forward_batch(it);
-  const double prefill_s = since(t0);
-  const auto V = static_cast<std::size_t>(c.vocab_size);
-  std::vector<std::vector<std::int64_t>> next(a.batch, std::vector<std::int64_t>(1));
-  for (std::size_t b = 0; b < a.batch; ++b)
-    next[b][0] = argmax(std::span<const float>(logits[b].data() + (a.prompt - 1) * V, V));
-  m->set_profile(&decode_prof);
-  t0 = Clock::now();
-  for (std::size_t k = 0; k < a.gen; ++k) {
-    auto step = items(next);
-    logits = m->forward_batch(step);
-    for (std::size_t b = 0; b < a.batch; ++b) next[b][0] = argmax(logits[b]);
-  }
-  const double decode_s = since(t0);
-  m->set_profile(nullptr);
-  // The breakdown: each operation's share of the phase's wall time ("other": what no timer
-  // covers — sampling, batching, copies).
-  auto breakdown = [](const OpProfile& p, double total) {
-    nlohmann::ordered_json j = nlohmann::ordered_json::object();
-    double covered = 0;
-    for (const auto& [name, sec] : p.seconds) {
-      j[name] = {{"seconds", sec}, {"share", total > 0 ? sec / total : 0.0}, {"calls", p.calls.at(name)}};
-      covered += sec;
-    }
-    j["other"] = {{"seconds", total - covered}, {"share", total > 0 ? (total - covered) / total : 0.0}, {"calls", 0}};
-    return j;
-  };
-  const auto prefill_ops = breakdown(prefill_prof, prefill_s);
-  const auto decode_ops = breakdown(decode_prof, decode_s);
+  const bool progress = !a.model.quiet && !a.json;
+  const RunResult main_run = prefill_and_decode(*m, a.prompt, a.gen, a.batch, a.chunk, progress);
+  std::vector<RunResult> ctx_runs;
+  for (std::size_t n : a.ctxs) ctx_runs.push_back(prefill_and_decode(*m, n, a.gen, 1, a.chunk, progress));
 
   const Manifest man = build_manifest(c);
   const ParamCount pc = count_params(c, man, m->weights().roles());
-  const MemoryPlan plan = plan_memory(c, man, m->weights().roles(),
-                                      static_cast<std::int64_t>(a.prompt + a.gen / 2 + 1), 1);
-  const double prefill_tps = static_cast<double>(a.prompt * a.batch) / prefill_s;
-  const double decode_steps_ps = a.gen ? static_cast<double>(a.gen) / decode_s : 0.0;
-  // One step reads the weights once for the whole batch and each sequence's own cache.
-  const double bytes_per_step = static_cast<double>(plan.decode_weight_bytes) +
-                                static_cast<double>(plan.decode_cache_bytes) * static_cast<double>(a.batch);
-  const double decode_gbps = bytes_per_step * decode_steps_ps / 1e9;
-  const double prefill_gflops = 2.0 * static_cast<double>(pc.activated_total) * prefill_tps / 1e9;
   const double peak_gflops = peak.bf16_dot_gflops > 0 ? peak.bf16_dot_gflops : peak.fp32_fma_gflops;
+  // Figures of one run with `batch` sequences.
+  struct Figures {
+    double prefill_tps, prefill_gflops, decode_tps, bytes_per_step, decode_gbps;
+  };
+  auto figures = [&](const RunResult& r, std::size_t batch) {
+    Figures f{};
+    f.prefill_tps = static_cast<double>(r.prompt * batch) / r.prefill_s;
+    f.prefill_gflops = 2.0 * static_cast<double>(pc.activated_total) * f.prefill_tps / 1e9;
+    const double steps_ps = r.gen ? static_cast<double>(r.gen) / r.decode_s : 0.0;
+    f.decode_tps = steps_ps * static_cast<double>(batch);
+    f.bytes_per_step = decode_bytes_per_step(c, *m, r.prompt + r.gen / 2 + 1, batch);
+    f.decode_gbps = f.bytes_per_step * steps_ps / 1e9;
+    return f;
+  };
+  const Figures mf = figures(main_run, a.batch);
+  const auto prefill_ops = breakdown(main_run.prefill_prof, main_run.prefill_s);
+  const auto decode_ops = breakdown(main_run.decode_prof, main_run.decode_s);
 
   if (a.json) {
     nlohmann::ordered_json j;
@@ -154,6 +219,7 @@ int run(BenchArgs& a) {
     j["numerics"] = std::string(numerics_name(m->options().numerics));
     j["cpu_simd"] = cpu_simd_name(cpu_features());
     j["batch"] = a.batch;
+    j["chunk"] = a.chunk;
     j["machine"] = {{"read_bandwidth_gbps_best", bw.best_gbps},
                     {"read_bandwidth_gbps_median", bw.median_gbps},
                     {"read_bandwidth_sweeps_gbps", bw.sweeps_gbps},
@@ -165,18 +231,34 @@ int run(BenchArgs& a) {
                     {"page_in_seconds", paged.seconds},
                     {"note", page_in_note}};
     j["prefill"] = {{"tokens", a.prompt * a.batch},
-                    {"seconds", prefill_s},
-                    {"tokens_per_s", prefill_tps},
-                    {"gflops", prefill_gflops},
-                    {"ratio_to_peak", prefill_gflops / peak_gflops},
+                    {"seconds", main_run.prefill_s},
+                    {"tokens_per_s", mf.prefill_tps},
+                    {"gflops", mf.prefill_gflops},
+                    {"ratio_to_peak", mf.prefill_gflops / peak_gflops},
                     {"ops", prefill_ops}};
     j["decode"] = {{"steps", a.gen},
-                   {"seconds", decode_s},
-                   {"tokens_per_s", decode_steps_ps * static_cast<double>(a.batch)},
-                   {"bytes_per_step", bytes_per_step},
-                   {"gbps", decode_gbps},
-                   {"ratio_to_bandwidth", decode_gbps / bw.best_gbps},
+                   {"seconds", main_run.decode_s},
+                   {"tokens_per_s", mf.decode_tps},
+                   {"bytes_per_step", mf.bytes_per_step},
+                   {"gbps", mf.decode_gbps},
+                   {"ratio_to_bandwidth", mf.decode_gbps / bw.best_gbps},
                    {"ops", decode_ops}};
+    if (!ctx_runs.empty()) {
+      nlohmann::ordered_json cs = nlohmann::ordered_json::array();
+      for (const RunResult& r : ctx_runs) {
+        const Figures f = figures(r, 1);
+        cs.push_back({{"context", r.prompt},
+                      {"prefill_seconds", r.prefill_s},
+                      {"prefill_tokens_per_s", f.prefill_tps},
+                      {"prefill_ops", breakdown(r.prefill_prof, r.prefill_s)},
+                      {"decode_steps", r.gen},
+                      {"decode_ms_per_token", r.gen ? 1e3 * r.decode_s / static_cast<double>(r.gen) : 0.0},
+                      {"decode_bytes_per_step", f.bytes_per_step},
+                      {"decode_ratio_to_bandwidth", f.decode_gbps / bw.best_gbps},
+                      {"decode_ops", breakdown(r.decode_prof, r.decode_s)}});
+      }
+      j["context_scaling"] = cs;
+    }
     std::cout << j.dump() << "\n";
     return 0;
   }
@@ -186,19 +268,56 @@ int run(BenchArgs& a) {
               peak.fp32_fma_gflops, peak.bf16_dot_gflops, peak.isa.c_str(), pool.threads());
   std::printf("weights: %s mapped, %s\n", human_bytes(mapped_bytes).c_str(), page_in_note.c_str());
   std::printf("prefill: %zu tokens in %.3f s = %.1f tokens/s; %.2f GFLOP/s = %.3f of the %s peak\n", a.prompt * a.batch,
-              prefill_s, prefill_tps, prefill_gflops, prefill_gflops / peak_gflops,
+              main_run.prefill_s, mf.prefill_tps, mf.prefill_gflops, mf.prefill_gflops / peak_gflops,
               peak.bf16_dot_gflops > 0 ? "bf16 dot" : "fp32 FMA");
   std::printf("decode:  %zu steps × batch %zu in %.3f s = %.2f tokens/s; %s read per step = %.2f GB/s = %.3f of the "
               "read bandwidth\n",
-              a.gen, a.batch, decode_s, decode_steps_ps * static_cast<double>(a.batch),
-              human_bytes(static_cast<std::uint64_t>(bytes_per_step)).c_str(), decode_gbps, decode_gbps / bw.best_gbps);
+              a.gen, a.batch, main_run.decode_s, mf.decode_tps,
+              human_bytes(static_cast<std::uint64_t>(mf.bytes_per_step)).c_str(), mf.decode_gbps, mf.decode_gbps / bw.best_gbps);
   std::printf("%-12s %10s %7s %10s %7s   (%s numerics)\n", "operation", "prefill s", "share", "decode s", "share",
               std::string(numerics_name(m->options().numerics)).c_str());
   for (const auto& [name, v] : prefill_ops.items()) {
     const auto d = decode_ops.contains(name) ? decode_ops[name] : nlohmann::ordered_json{{"seconds", 0.0}, {"share", 0.0}};
-    std::printf("%-12s %10.4f %6.1f%% %10.4f %6.1f%%\n", name.c_str(), v["seconds"].get<double>(),
+    std::printf("%-12s %10.4f %6.1f%% %10.4f %6.1f%%\n", op_label(name).c_str(), v["seconds"].get<double>(),
                 100 * v["share"].get<double>(), d["seconds"].get<double>(), 100 * d["share"].get<double>());
   }
+  if (ctx_runs.empty()) return 0;
+
+  // Context scaling: one column per context.
+  std::printf("\ncontext scaling (batch 1, chunks of %zu, %zu decode steps at each context):\n", a.chunk, a.gen);
+  std::printf("%-22s", "context");
+  for (const RunResult& r : ctx_runs) std::printf(" %11zu", r.prompt);
+  std::printf("\n%-22s", "prefill s");
+  for (const RunResult& r : ctx_runs) std::printf(" %11.3f", r.prefill_s);
+  std::printf("\n%-22s", "prefill tokens/s");
+  for (const RunResult& r : ctx_runs) std::printf(" %11.1f", figures(r, 1).prefill_tps);
+  std::printf("\n%-22s", "decode ms/token");
+  for (const RunResult& r : ctx_runs) std::printf(" %11.2f", r.gen ? 1e3 * r.decode_s / static_cast<double>(r.gen) : 0.0);
+  std::printf("\n%-22s", "decode MB read/token");
+  for (const RunResult& r : ctx_runs) std::printf(" %11.1f", figures(r, 1).bytes_per_step / 1e6);
+  std::printf("\n%-22s", "decode ratio to bw");
+  for (const RunResult& r : ctx_runs) std::printf(" %11.3f", figures(r, 1).decode_gbps / bw.best_gbps);
+  // Per operation: prefill seconds, then decode ms per token.
+  auto op_rows = [&](const char* title, bool decode) {
+    std::vector<nlohmann::ordered_json> bs;
+    std::map<std::string, int> names;
+    for (const RunResult& r : ctx_runs) {
+      bs.push_back(decode ? breakdown(r.decode_prof, r.decode_s) : breakdown(r.prefill_prof, r.prefill_s));
+      for (const auto& [name, v] : bs.back().items()) names[name] = 0;
+    }
+    std::printf("\n%s\n", title);
+    for (const auto& [name, unused] : names) {
+      std::printf("%-22s", op_label(name).c_str());
+      for (std::size_t i = 0; i < ctx_runs.size(); ++i) {
+        const double sec = bs[i].contains(name) ? bs[i][name]["seconds"].get<double>() : 0.0;
+        const double gen = static_cast<double>(std::max<std::size_t>(ctx_runs[i].gen, 1));
+        std::printf(" %11.3f", decode ? 1e3 * sec / gen : sec);
+      }
+      std::printf("\n");
+    }
+  };
+  op_rows("prefill seconds by operation:", false);
+  op_rows("decode ms per token by operation:", true);
   return 0;
 }
 
@@ -211,6 +330,9 @@ void register_bench(CLI::App& app) {
   sub->add_option("-p,--n-prompt", a->prompt, "prompt tokens to prefill per sequence");
   sub->add_option("-n,--n-gen", a->gen, "decode steps");
   sub->add_option("--batch", a->batch, "sequences decoded together");
+  sub->add_option("--chunk", a->chunk, "prefill chunk in tokens (default 512)");
+  sub->add_option("--ctx", a->ctxs, "context-scaling run: prefill N tokens, then decode -n at position N (N,N,...)")
+      ->delimiter(',');
   sub->add_flag("--json", a->json, "print one JSON object");
   sub->add_flag("--cold", a->cold, "do not page the mapped weights in before timing");
   sub->add_flag("--smoke", a->smoke, "tiny sizes and short probes (CI: checks that it runs)");
