@@ -154,6 +154,19 @@ class Bench(unittest.TestCase):
         self.assertGreater(j["machine"]["read_bandwidth_gbps_best"], 0)
         self.assertGreater(j["decode"]["ratio_to_bandwidth"], 0)
 
+    def test_context_scaling_smoke(self):
+        # --smoke caps the contexts at 64 tokens; --chunk 16 makes the prefill run in chunks.
+        r = dsv4("bench", "--smoke", "-q", "--ctx", "24,64", "--chunk", "16")
+        self.assertRegex(r.stdout, r"context scaling .*chunks of 16")
+        self.assertRegex(r.stdout, r"context\s+24\s+64")
+        self.assertRegex(r.stdout, r"\n  indexer\s+[0-9.]+\s+[0-9.]+")
+        j = json.loads(dsv4("bench", "--smoke", "-q", "--json", "--ctx", "40").stdout)
+        self.assertEqual([c["context"] for c in j["context_scaling"]], [40])
+        self.assertGreater(j["context_scaling"][0]["decode_ms_per_token"], 0)
+        bad = subprocess.run([BINARY, "bench", "--smoke", "-q", "--ctx", "0"], capture_output=True, text=True)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("--ctx", bad.stderr)
+
 
 class ChatPipe(unittest.TestCase):
     def test_commands_and_state_reuse(self):
