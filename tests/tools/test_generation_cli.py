@@ -163,9 +163,12 @@ class Bench(unittest.TestCase):
         j = json.loads(dsv4("bench", "--smoke", "-q", "--json", "--ctx", "40").stdout)
         self.assertEqual([c["context"] for c in j["context_scaling"]], [40])
         self.assertGreater(j["context_scaling"][0]["decode_ms_per_token"], 0)
-        bad = subprocess.run([BINARY, "bench", "--smoke", "-q", "--ctx", "0"], capture_output=True, text=True)
-        self.assertNotEqual(bad.returncode, 0)
-        self.assertIn("--ctx", bad.stderr)
+        for args, flag in ((["--ctx", "0"], "--ctx"), (["--ctx=-3"], "--ctx"), (["-p", "-5"], "-p"),
+                           (["--chunk", "0"], "--chunk")):
+            bad = subprocess.run([BINARY, "bench", "--smoke", "-q", *args], capture_output=True, text=True, timeout=60)
+            self.assertEqual(bad.returncode, 1, args)
+            self.assertIn(flag, bad.stderr)
+            self.assertNotIn("internal error", bad.stderr)
 
 
 class ChatPipe(unittest.TestCase):

@@ -137,16 +137,21 @@ double decode_bytes_per_step(const ModelConfig& c, const Model& m, std::size_t p
 }
 
 int run(BenchArgs& a) {
+  // Counts arrive as size_t, so "-3" wraps to about 2^64: bound them before any sum can overflow.
+  constexpr std::size_t kMaxTokens = std::size_t{1} << 24;
+  auto in_range = [&](const char* flag, std::size_t v, std::size_t lo) {
+    if (v < lo || v > kMaxTokens) fail("{} must be between {} and {} (got {})", flag, lo, kMaxTokens, v);
+  };
+  in_range("-p", a.prompt, 1);
+  in_range("-n", a.gen, 0);
+  in_range("--batch", a.batch, 1);
+  in_range("--chunk", a.chunk, 1);
+  for (std::size_t n : a.ctxs) in_range("--ctx: every context", n, 1);
   if (a.smoke) {
     a.prompt = std::min<std::size_t>(a.prompt, 16);
     a.gen = std::min<std::size_t>(a.gen, 4);
     for (auto& n : a.ctxs) n = std::min<std::size_t>(n, 64);
   }
-  if (a.prompt == 0) fail("-p must be at least 1 prompt token");
-  if (a.batch == 0) fail("--batch must be at least 1");
-  if (a.chunk == 0) fail("--chunk must be at least 1 token");
-  for (std::size_t n : a.ctxs)
-    if (n == 0) fail("--ctx: every context must be at least 1 token");
   std::size_t longest = a.prompt;
   for (std::size_t n : a.ctxs) longest = std::max(longest, n);
   const std::size_t ctx = a.model.ctx ? a.model.ctx : longest + a.gen + 1;
