@@ -129,8 +129,8 @@ std::string op_label(const std::string& name) {
 // batch) and each sequence's cache rows. The memory plan counts cache rows in the bf16 layout of
 // spec §14; this engine keeps them as fp32 (the values are exact either way), so a step reads
 // twice the plan's cache bytes.
-double decode_bytes_per_step(const ModelConfig& c, const Model& m, std::size_t pos, std::size_t batch) {
-  const Manifest man = build_manifest(c);
+double decode_bytes_per_step(const ModelConfig& c, const Manifest& man, const Model& m, std::size_t pos,
+                             std::size_t batch) {
   const MemoryPlan plan = plan_memory(c, man, m.weights().roles(), static_cast<std::int64_t>(pos), 1);
   const double cache = static_cast<double>(plan.decode_cache_bytes) * (sizeof(float) / 2.0);
   return static_cast<double>(plan.decode_weight_bytes) + cache * static_cast<double>(batch);
@@ -209,11 +209,13 @@ int run(BenchArgs& a) {
     f.prefill_gflops = 2.0 * static_cast<double>(pc.activated_total) * f.prefill_tps / 1e9;
     const double steps_ps = r.gen ? static_cast<double>(r.gen) / r.decode_s : 0.0;
     f.decode_tps = steps_ps * static_cast<double>(batch);
-    f.bytes_per_step = decode_bytes_per_step(c, *m, r.prompt + r.gen / 2 + 1, batch);
+    f.bytes_per_step = decode_bytes_per_step(c, man, *m, r.prompt + r.gen / 2 + 1, batch);
     f.decode_gbps = f.bytes_per_step * steps_ps / 1e9;
     return f;
   };
   const Figures mf = figures(main_run, a.batch);
+  std::vector<Figures> cf;
+  for (const RunResult& r : ctx_runs) cf.push_back(figures(r, 1));
   const auto prefill_ops = breakdown(main_run.prefill_prof, main_run.prefill_s);
   const auto decode_ops = breakdown(main_run.decode_prof, main_run.decode_s);
 
@@ -250,8 +252,9 @@ int run(BenchArgs& a) {
                    {"ops", decode_ops}};
     if (!ctx_runs.empty()) {
       nlohmann::ordered_json cs = nlohmann::ordered_json::array();
-      for (const RunResult& r : ctx_runs) {
-        const Figures f = figures(r, 1);
+      for (std::size_t i = 0; i < ctx_runs.size(); ++i) {
+        const RunResult& r = ctx_runs[i];
+        const Figures& f = cf[i];
         cs.push_back({{"context", r.prompt},
                       {"prefill_seconds", r.prefill_s},
                       {"prefill_tokens_per_s", f.prefill_tps},
@@ -295,13 +298,13 @@ int run(BenchArgs& a) {
   std::printf("\n%-22s", "prefill s");
   for (const RunResult& r : ctx_runs) std::printf(" %11.3f", r.prefill_s);
   std::printf("\n%-22s", "prefill tokens/s");
-  for (const RunResult& r : ctx_runs) std::printf(" %11.1f", figures(r, 1).prefill_tps);
+  for (const Figures& f : cf) std::printf(" %11.1f", f.prefill_tps);
   std::printf("\n%-22s", "decode ms/token");
   for (const RunResult& r : ctx_runs) std::printf(" %11.2f", r.gen ? 1e3 * r.decode_s / static_cast<double>(r.gen) : 0.0);
   std::printf("\n%-22s", "decode MB read/token");
-  for (const RunResult& r : ctx_runs) std::printf(" %11.1f", figures(r, 1).bytes_per_step / 1e6);
+  for (const Figures& f : cf) std::printf(" %11.1f", f.bytes_per_step / 1e6);
   std::printf("\n%-22s", "decode ratio to bw");
-  for (const RunResult& r : ctx_runs) std::printf(" %11.3f", figures(r, 1).decode_gbps / bw.best_gbps);
+  for (const Figures& f : cf) std::printf(" %11.3f", f.decode_gbps / bw.best_gbps);
   // Per operation: prefill seconds, then decode ms per token.
   auto op_rows = [&](const char* title, bool decode) {
     std::vector<nlohmann::ordered_json> bs;
