@@ -5,15 +5,21 @@
 // bandwidth `dsv4 bench` measures; GEMM (m = 512, prefill) is arithmetic-bound: compare
 // FLOP/s with the bf16 dot-product peak it reports.
 //
+// The mat-vec runs cycle through copies of the weight totalling more than any last-level cache
+// (kColdBytes), so each call reads its weights from memory as the model's decode step does; a
+// single 6 MB expert would otherwise be served from L3 and overstate the kernel.
+//
 //   ./build/kernels_bench [--benchmark_filter=FP4] [--threads N via DSV4_BENCH_THREADS]
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <random>
 #include <vector>
 
 #include "kernels/bf16_gemm.h"
 #include "kernels/linear.h"
+#include "kernels/machine_probe.h"
 #include "numeric/bf16.h"
 
 namespace {
@@ -49,6 +55,28 @@ Weight make(WeightFormat f, std::size_t n, std::size_t k) {
   return w;
 }
 
+constexpr std::size_t kColdBytes = std::size_t{512} << 20;
+
+// `count` copies of `w` (same values, distinct memory), each WeightRef pointing into its own
+// copy's buffers (a copied Weight's ref would still point into the original's).
+std::vector<Weight> copies(const Weight& w, std::size_t count) {
+  std::vector<Weight> v(count, w);
+  for (Weight& c : v) {
+    const std::size_t n = w.ref.rows, k = w.ref.cols;
+    switch (w.ref.format) {
+      case WeightFormat::kBF16: c.ref = WeightRef::bf16(c.bf, n, k); break;
+      case WeightFormat::kFP8: c.ref = WeightRef::fp8(c.codes, c.scale, n, k); break;
+      default: c.ref = WeightRef::fp4(c.codes, c.scale, n, k); break;
+    }
+  }
+  return v;
+}
+
+// Enough copies of `w` to total at least kColdBytes.
+std::vector<Weight> cold_copies(const Weight& w) {
+  return copies(w, std::max<std::size_t>(1, (kColdBytes + w.bytes - 1) / w.bytes));
+}
+
 ThreadPool& pool() {
   static ThreadPool p(std::getenv("DSV4_BENCH_THREADS") ? std::strtoul(std::getenv("DSV4_BENCH_THREADS"), nullptr, 10) : 0);
   return p;
@@ -57,7 +85,12 @@ ThreadPool& pool() {
 // The whole fast linear: act_quant (for FP8/FP4) + kernel + bf16 rounding.
 void BM_Linear(benchmark::State& st, WeightFormat f, std::size_t n, std::size_t k) {
   const auto m = static_cast<std::size_t>(st.range(0));
-  const Weight w = make(f, n, k);
+  // Decode (m = 1) reads cold weights from memory; prefill is arithmetic-bound on one copy.
+  // DSV4_BENCH_HOT=1 keeps one copy (cache-resident: the kernel's arithmetic rate alone).
+  const bool hot = std::getenv("DSV4_BENCH_HOT") != nullptr;
+  const std::vector<Weight> ws = m == 1 && !hot ? cold_copies(make(f, n, k)) : copies(make(f, n, k), 1);
+  const Weight& w = ws[0];
+  std::size_t next = 0;
   std::mt19937 g(7);
   std::normal_distribution<float> d(0.0f, 1.0f);
   std::vector<float> x(m * k), out(m * n);
@@ -66,12 +99,19 @@ void BM_Linear(benchmark::State& st, WeightFormat f, std::size_t n, std::size_t 
   opt.mode = Numerics::kFast;
   opt.pool = &pool();
   opt.f32_output = f == WeightFormat::kBF16;
+  // The read bandwidth of this moment (the shared host drifts), for the ratio counter.
+  const double bw = m == 1 && !hot ? measure_read_bandwidth(pool(), kColdBytes, 3).best_gbps * 1e9 : 0.0;
   for (auto _ : st) {
-    linear(x, m, w.ref, out, opt);
+    linear(x, m, ws[next].ref, out, opt);
+    next = (next + 1) % ws.size();
     benchmark::DoNotOptimize(out.data());
   }
   st.counters["bytes_per_second"] = benchmark::Counter(static_cast<double>(w.bytes), benchmark::Counter::kIsIterationInvariantRate);
   st.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(m * n * k), benchmark::Counter::kIsIterationInvariantRate);
+  if (bw > 0) {
+    st.counters["read_bw"] = bw;
+    st.counters["of_read_bw"] = benchmark::Counter(static_cast<double>(w.bytes) / bw, benchmark::Counter::kIsIterationInvariantRate);
+  }
   st.counters["threads"] = static_cast<double>(pool().threads());
   st.SetLabel(isa_name(best_isa()));
 }

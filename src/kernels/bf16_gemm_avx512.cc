@@ -19,6 +19,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 namespace dsv4::kernels::bf16_detail {
@@ -43,28 +44,43 @@ inline float reduce16(__m512 v) {
   return _mm_cvtss_f32(s1);
 }
 
+// Per-block scale deltas are kept as int32 with the int16 delta (e − 127) << 7 in both halves,
+// so that one vpbroadcastd from memory (a load, no shuffle) spreads it over 32 words.
+
 // 32 E2M1 codes (16 bytes, element 2t in the low nibble of byte t) → bf16 values × 2^(e−127).
 struct Fp4Decoder {
   static constexpr std::size_t kBytesPerBlock = 16;
   static constexpr unsigned kScaleLo = kFp4ScaleLo, kScaleHi = kFp4ScaleHi;
-  __m512i table;  // entry i: E2M1 code i & 15 as bf16
+  __m512i table;   // entry i: E2M1 code i & 15 as bf16 (bit 4 of an index is don't-care)
+  __m512i spread;  // vpshufb control: word e of the block ← byte e/2 (high byte zero)
+  __m512i shifts;  // per word: 0 for even e (low nibble), 4 for odd e (high nibble)
   Fp4Decoder() {
     alignas(64) std::uint16_t t[32];
     for (int i = 0; i < 32; ++i) t[i] = e2m1_bf16_table()[i & 15];
     table = _mm512_load_si512(t);
+    alignas(64) std::uint8_t c[64];
+    alignas(64) std::uint16_t sh[32];
+    for (int e = 0; e < 32; ++e) {
+      c[2 * e] = static_cast<std::uint8_t>(e / 2);  // within the 128-bit lane of the broadcast
+      c[2 * e + 1] = 0x80;
+      sh[e] = (e % 2) ? 4 : 0;
+    }
+    spread = _mm512_load_si512(c);
+    shifts = _mm512_load_si512(sh);
   }
-  __m512i operator()(const std::uint8_t* p, std::int16_t delta) const {
-    const __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    // Low word of dword t ← low nibble (bits 0–3 of d), high word ← high nibble (bits 4–7 of d
-    // moved to 16–19); vpermw reads only bits 0–4 of each word, so the rest may be anything.
-    const __m512i idx = _mm512_ternarylogic_epi32(_mm512_set1_epi32(0xF), d, _mm512_slli_epi32(d, 12), 0xCA);
+  __m512i operator()(const std::uint8_t* p, const std::int32_t* delta) const {
+    // The 16 bytes in each 128-bit lane; word e gets byte e/2, shifted so bits 0–3 are its nibble.
+    // vpermw reads bits 0–4 of an index: bit 4 (the other nibble's low bit for even e) selects
+    // between two identical halves of the table.
+    const __m512i bytes = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const __m512i idx = _mm512_srlv_epi16(_mm512_shuffle_epi8(bytes, spread), shifts);
     // Scale the 16-entry table instead of the 32 values; the zero codes (0, 8) stay +0.
-    const __m512i t = _mm512_maskz_add_epi16(0xFEFEFEFEu, table, _mm512_set1_epi16(delta));
+    const __m512i t = _mm512_maskz_add_epi16(0xFEFEFEFEu, table, _mm512_set1_epi32(*delta));
     return _mm512_permutexvar_epi16(idx, t);
   }
 };
 
-// 32 E4M3 codes (32 bytes) → bf16 values × 2^(e−127).
+// 32 E4M3 codes (32 bytes) → bf16 values × 2^(e−127); without a delta, the unscaled values.
 struct Fp8Decoder {
   static constexpr std::size_t kBytesPerBlock = 32;
   static constexpr unsigned kScaleLo = kFp8ScaleLo, kScaleHi = kFp8ScaleHi;
@@ -76,16 +92,29 @@ struct Fp8Decoder {
     t2 = _mm512_loadu_si512(t + 64);
     t3 = _mm512_loadu_si512(t + 96);
   }
-  __m512i operator()(const std::uint8_t* p, std::int16_t delta) const {
-    const __m512i c = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    const __m512i lo = _mm512_permutex2var_epi16(t0, c, t1);  // magnitudes 0–63 (index bits 0–5)
-    const __m512i hi = _mm512_permutex2var_epi16(t2, c, t3);  // magnitudes 64–127
-    const __mmask32 upper = _mm512_test_epi16_mask(c, _mm512_set1_epi16(0x40));
+  // Sign-extended codes: bits 0–6 are the magnitude (the table index), bit 15 the sign.
+  static __m512i codes(const std::uint8_t* p) {
+    return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  // |value| as bf16 from the 128-entry table (vpermt2w reads index bits 0–5, bit 6 picks the half).
+  __m512i magnitude(__m512i c) const {
+    const __m512i lo = _mm512_permutex2var_epi16(t0, c, t1);
+    const __m512i hi = _mm512_permutex2var_epi16(t2, c, t3);
+    return _mm512_mask_blend_epi16(_mm512_test_epi16_mask(c, _mm512_set1_epi16(0x40)), lo, hi);
+  }
+  static __m512i with_sign(__m512i v, __m512i c) {  // v | (c & 0x8000)
+    return _mm512_ternarylogic_epi32(v, c, _mm512_set1_epi16(static_cast<short>(0x8000)), 0xF8);
+  }
+  __m512i operator()(const std::uint8_t* p, const std::int32_t* delta) const {
+    const __m512i c = codes(p);
     const __mmask32 nonzero = _mm512_test_epi16_mask(c, _mm512_set1_epi16(0x7F));
-    __m512i v = _mm512_mask_blend_epi16(upper, lo, hi);
-    v = _mm512_maskz_add_epi16(nonzero, v, _mm512_set1_epi16(delta));
-    // v | (c << 8 & 0x8000): the code's sign bit onto the bf16 sign.
-    return _mm512_ternarylogic_epi32(v, _mm512_slli_epi16(c, 8), _mm512_set1_epi16(static_cast<short>(0x8000)), 0xF8);
+    const __m512i v = _mm512_maskz_add_epi16(nonzero, magnitude(c), _mm512_set1_epi32(*delta));
+    return with_sign(v, c);
+  }
+  // The unscaled value (the block scale has been moved onto the activations).
+  __m512i operator()(const std::uint8_t* p) const {
+    const __m512i c = codes(p);
+    return with_sign(magnitude(c), c);
   }
 };
 
@@ -107,16 +136,29 @@ void micro(const std::uint16_t* const* a, const std::uint16_t* const* w, std::si
     for (int r = 0; r < kNr; ++r) res[i][r] = reduce16(acc[i][r]);
 }
 
-// The same with the kNr weight rows dequantized in registers from their stored codes.
-template <int MR, class Dec>
+// The same with the kNr weight rows dequantized in registers from their stored codes, scaled by
+// their per-block deltas (kScaled), or unscaled (FP8 whose block scale was moved onto the
+// activations).
+// `ahead` is the distance in bytes to the same block of the next tile's rows, prefetched while
+// this tile runs: a tile's four rows are short streams (a few KB), too short for the hardware
+// prefetchers to ramp up on before they end.
+template <int MR, bool kScaled, class Dec>
 void fused(const Dec& dec, const std::uint16_t* const* a, const std::uint8_t* const* w,
-           const std::int16_t* const* deltas, std::size_t nb, float (*res)[kNr]) {
+           const std::int32_t* const* deltas, std::size_t nb, std::size_t ahead, float (*res)[kNr]) {
   __m512 acc[MR][kNr];
   for (int i = 0; i < MR; ++i)
     for (int r = 0; r < kNr; ++r) acc[i][r] = _mm512_setzero_ps();
+  constexpr std::size_t kBlocksPerLine = 64 / Dec::kBytesPerBlock;
   for (std::size_t b = 0; b < nb; ++b) {
+    if (b % kBlocksPerLine == 0)
+      for (int r = 0; r < kNr; ++r)
+        _mm_prefetch(reinterpret_cast<const char*>(w[r] + b * Dec::kBytesPerBlock + ahead), _MM_HINT_T0);
     __m512i wv[kNr];
-    for (int r = 0; r < kNr; ++r) wv[r] = dec(w[r] + b * Dec::kBytesPerBlock, deltas[r][b]);
+    for (int r = 0; r < kNr; ++r) {
+      const std::uint8_t* p = w[r] + b * Dec::kBytesPerBlock;
+      if constexpr (kScaled) wv[r] = dec(p, deltas[r] + b);
+      else wv[r] = dec(p);
+    }
     for (int i = 0; i < MR; ++i) {
       const __m512i x = _mm512_loadu_si512(a[i] + b * kBlock);
       for (int r = 0; r < kNr; ++r) acc[i][r] = dp(acc[i][r], x, wv[r]);
@@ -143,69 +185,168 @@ const std::uint8_t* code_row(const WeightRef& w, std::size_t j) {
   return w.format == WeightFormat::kFP8 ? base + j * w.cols : base + j * (w.cols / 2);
 }
 
-std::int16_t* scratch_deltas(std::size_t n) {
-  thread_local std::vector<std::int16_t> buf;
+std::int32_t* scratch_deltas(std::size_t n) {
+  thread_local std::vector<std::int32_t> buf;
   if (buf.size() < n) buf.resize(n);
   return buf.data();
 }
 
-// The scale deltas (e − 127) << 7 of weight row j's nb blocks (row_deltas) and whether every
-// scale is in the decoder's exact range (row_in_fast_range), 32 scales per step: on the decode
-// shape these run once per weight row per call, so the scalar versions cost as much as a tenth
-// of the mat-vec.
+// The scale deltas (e − 127) << 7 of weight row j's nb blocks (row_deltas, as int32 pairs) and
+// whether every scale is in the decoder's exact range (row_in_fast_range), 16 scales per step: on
+// the decode shape these run once per weight row per call, so the scalar versions cost as much as
+// a tenth of the mat-vec.
 template <class Dec>
-bool load_deltas(const WeightRef& w, std::size_t j, std::size_t nb, std::int16_t* out) {
+bool load_deltas(const WeightRef& w, std::size_t j, std::size_t nb, std::int32_t* out) {
   const std::uint8_t* s = row_scales(w, j);
-  const __m256i lo = _mm256_set1_epi8(static_cast<char>(Dec::kScaleLo));
-  const __m256i hi = _mm256_set1_epi8(static_cast<char>(Dec::kScaleHi));
-  __mmask32 bad = 0;
-  for (std::size_t b = 0; b < nb; b += 32) {
-    const __mmask32 live = nb - b >= 32 ? ~__mmask32{0} : (__mmask32{1} << (nb - b)) - 1;
-    const __m256i e = _mm256_maskz_loadu_epi8(live, s + b);
-    bad |= _mm256_mask_cmplt_epu8_mask(live, e, lo) | _mm256_mask_cmpgt_epu8_mask(live, e, hi);
-    const __m512i d = _mm512_slli_epi16(_mm512_sub_epi16(_mm512_cvtepu8_epi16(e), _mm512_set1_epi16(127)), 7);
-    _mm512_mask_storeu_epi16(out + b, live, d);
+  const __m128i lo = _mm_set1_epi8(static_cast<char>(Dec::kScaleLo));
+  const __m128i hi = _mm_set1_epi8(static_cast<char>(Dec::kScaleHi));
+  const __m512i low_half = _mm512_set1_epi32(0xFFFF);
+  __mmask16 bad = 0;
+  for (std::size_t b = 0; b < nb; b += 16) {
+    const __mmask16 live = nb - b >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (nb - b)) - 1);
+    const __m128i e = _mm_maskz_loadu_epi8(live, s + b);
+    bad |= _mm_mask_cmplt_epu8_mask(live, e, lo) | _mm_mask_cmpgt_epu8_mask(live, e, hi);
+    const __m512i d = _mm512_slli_epi32(_mm512_sub_epi32(_mm512_cvtepu8_epi32(e), _mm512_set1_epi32(127)), 7);
+    // Both 16-bit halves ← the low half of d.
+    _mm512_mask_storeu_epi32(out + b, live, _mm512_ternarylogic_epi32(low_half, d, _mm512_slli_epi32(d, 16), 0xCA));
   }
   return bad == 0;
+}
+
+// Exponent range of the activations' nonzero elements (bf16 exponent fields), for moving an FP8
+// weight block's power-of-two scale onto them: x·2^d is exact (a normal bf16 number) for every
+// element when emin + d ≥ 1 and emax + d ≤ 254; inf/NaN (exponent 255) never move.
+struct ActRange {
+  int emin = 255, emax = 0;
+};
+ActRange act_range(const Bf16Acts& a) {
+  __m512i vmin = _mm512_set1_epi16(255), vmax = _mm512_setzero_si512();
+  const __m512i mag = _mm512_set1_epi16(0x7FFF);
+  for (std::size_t i = 0; i < a.m; ++i)
+    for (std::size_t c = 0; c < a.k32; c += kBlock) {
+      const __m512i x = _mm512_loadu_si512(a.row(i) + c);
+      const __mmask32 nz = _mm512_test_epi16_mask(x, mag);
+      const __m512i e = _mm512_srli_epi16(_mm512_and_si512(x, mag), 7);
+      vmin = _mm512_mask_min_epu16(vmin, nz, vmin, e);
+      vmax = _mm512_mask_max_epu16(vmax, nz, vmax, e);
+    }
+  alignas(64) std::uint16_t lo[32], hi[32];
+  _mm512_store_si512(lo, vmin);
+  _mm512_store_si512(hi, vmax);
+  ActRange r;
+  for (int l = 0; l < 32; ++l) {
+    r.emin = std::min<int>(r.emin, lo[l]);
+    r.emax = std::max<int>(r.emax, hi[l]);
+  }
+  return r;
+}
+
+std::uint16_t* scratch_scaled_acts(std::size_t n) {
+  thread_local std::vector<std::uint16_t> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+// Decode shape over weight rows [j0, j1): every weight row read once, straight from the mapped
+// codes, four rows per tile, each dequantized in registers with its own block scales.
+template <class Dec>
+void decode_rows(const Dec& dec, const Bf16Acts& a, const std::uint16_t* const* arows, const WeightRef& w,
+                 std::size_t j0, std::size_t j1, float* out, std::size_t ldo) {
+  const std::size_t nb = a.k32 / kBlock, m = a.m;
+  const std::size_t row_bytes = Dec::kBytesPerBlock * nb;
+  std::int32_t* deltas = scratch_deltas(kNr * nb);
+  float res[kMr][kNr];
+  for (std::size_t j = j0; j < j1; j += kNr) {
+    const std::size_t nr = std::min<std::size_t>(kNr, j1 - j);
+    const std::uint8_t* wr[kNr];
+    const std::int32_t* dr[kNr];
+    bool fast = true;
+    for (std::size_t r = 0; r < kNr; ++r) {
+      const std::size_t jr = j + std::min(r, nr - 1);  // a short tile repeats its last row
+      wr[r] = code_row(w, jr);
+      dr[r] = deltas + r * nb;
+      fast &= load_deltas<Dec>(w, jr, nb, deltas + r * nb);
+    }
+    if (fast) {
+      dispatch_mr(static_cast<int>(m), [&](auto MR) {
+        fused<MR(), true>(dec, arows, wr, dr, nb, kNr * row_bytes, res);
+      });
+    } else {
+      // A row with out-of-range scales: the scalar definition (bf16_gemm.h).
+      std::uint16_t* row = scratch_u16(a.k32);
+      for (std::size_t r = 0; r < nr; ++r) {
+        fast_weight_row(w, j + r, row, a.k32);
+        for (std::size_t i = 0; i < m; ++i) res[i][r] = lane16_dot_scalar(arows[i], row, a.k32);
+      }
+    }
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t r = 0; r < nr; ++r) out[i * ldo + j + r] = res[i][r];
+  }
+}
+
+// FP8 decode shape: the 32 rows of a scale group share each block's scale, so it is moved onto
+// the activations once per group — (x·2^d)·w = x·(w·2^d) exactly, both products exact in fp32,
+// the same accumulation, the same bits — and the weights are decoded unscaled, which halves the
+// per-block work. Groups whose scales or activations are outside the exact range take
+// decode_rows.
+void decode_rows_fp8(const Fp8Decoder& dec, const Bf16Acts& a, const std::uint16_t* const* arows,
+                     const WeightRef& w, std::size_t j0, std::size_t j1, float* out, std::size_t ldo) {
+  const std::size_t nb = a.k32 / kBlock, m = a.m, row_bytes = w.cols;
+  const ActRange range = act_range(a);
+  std::int32_t* gd = scratch_deltas(nb);
+  std::uint16_t* scaled = scratch_scaled_acts(m * a.k32);
+  const std::uint16_t* srows[kMr];
+  for (std::size_t i = 0; i < m; ++i) srows[i] = scaled + i * a.k32;
+  const __m512i mag = _mm512_set1_epi16(0x7FFF);
+  float res[kMr][kNr];
+  for (std::size_t g0 = j0; g0 < j1;) {
+    const std::size_t g1 = std::min(j1, (g0 / kBlock + 1) * kBlock);
+    bool movable = load_deltas<Fp8Decoder>(w, g0, nb, gd) && range.emax < 255;
+    for (std::size_t b = 0; b < nb && movable; ++b) {
+      const int d = static_cast<std::int16_t>(gd[b] & 0xFFFF) / 128;
+      movable = range.emin > range.emax || (range.emin + d >= 1 && range.emax + d <= 254);
+    }
+    if (!movable) {
+      decode_rows(dec, a, arows, w, g0, g1, out, ldo);
+      g0 = g1;
+      continue;
+    }
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t b = 0; b < nb; ++b) {
+        const __m512i x = _mm512_loadu_si512(arows[i] + b * kBlock);
+        // Zeros stay zeros (with their sign); every other element gets d added to its exponent.
+        const __m512i y = _mm512_mask_add_epi16(x, _mm512_test_epi16_mask(x, mag), x, _mm512_set1_epi32(gd[b]));
+        _mm512_storeu_si512(scaled + i * a.k32 + b * kBlock, y);
+      }
+    for (std::size_t j = g0; j < g1; j += kNr) {
+      const std::size_t nr = std::min<std::size_t>(kNr, g1 - j);
+      const std::uint8_t* wr[kNr];
+      for (std::size_t r = 0; r < kNr; ++r) wr[r] = code_row(w, j + std::min(r, nr - 1));
+      dispatch_mr(static_cast<int>(m), [&](auto MR) {
+        fused<MR(), false>(dec, srows, wr, nullptr, nb, kNr * row_bytes, res);
+      });
+      for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t r = 0; r < nr; ++r) out[i * ldo + j + r] = res[i][r];
+    }
+    g0 = g1;
+  }
 }
 
 template <class Dec>
 void run_quantized(const Dec& dec, const Bf16Acts& a, const WeightRef& w, std::size_t j0, std::size_t j1,
                    float* out, std::size_t ldo) {
   const std::size_t nb = a.k32 / kBlock, m = a.m;
-  std::int16_t* deltas = scratch_deltas(kPanel * nb);
-  std::uint16_t* panel = scratch_u16(kPanel * a.k32);
   const std::uint16_t* arows[kMr];
-  float res[kMr][kNr];
   if (m <= 4) {
-    // Decode shape: every weight row read once, straight from the mapped codes.
     for (std::size_t i = 0; i < m; ++i) arows[i] = a.row(i);
-    for (std::size_t j = j0; j < j1; j += kNr) {
-      const std::size_t nr = std::min<std::size_t>(kNr, j1 - j);
-      const std::uint8_t* wr[kNr];
-      const std::int16_t* dr[kNr];
-      bool fast = true;
-      for (std::size_t r = 0; r < kNr; ++r) {
-        const std::size_t jr = j + std::min(r, nr - 1);  // a short tile repeats its last row
-        wr[r] = code_row(w, jr);
-        dr[r] = deltas + r * nb;
-        fast &= load_deltas<Dec>(w, jr, nb, deltas + r * nb);
-      }
-      if (fast) {
-        dispatch_mr(static_cast<int>(m), [&](auto MR) { fused<MR()>(dec, arows, wr, dr, nb, res); });
-      } else {
-        // A row with out-of-range scales: the scalar definition (bf16_gemm.h).
-        for (std::size_t r = 0; r < nr; ++r) {
-          fast_weight_row(w, j + r, panel, a.k32);
-          for (std::size_t i = 0; i < m; ++i) res[i][r] = lane16_dot_scalar(arows[i], panel, a.k32);
-        }
-      }
-      for (std::size_t i = 0; i < m; ++i)
-        for (std::size_t r = 0; r < nr; ++r) out[i * ldo + j + r] = res[i][r];
-    }
+    if constexpr (std::is_same_v<Dec, Fp8Decoder>) decode_rows_fp8(dec, a, arows, w, j0, j1, out, ldo);
+    else decode_rows(dec, a, arows, w, j0, j1, out, ldo);
     return;
   }
   // Prefill shape: dequantize a panel once, then register tiles over it.
+  std::int32_t* deltas = scratch_deltas(nb);
+  std::uint16_t* panel = scratch_u16(kPanel * a.k32);
+  float res[kMr][kNr];
   for (std::size_t p = j0; p < j1; p += kPanel) {
     const std::size_t np = std::min(kPanel, j1 - p);
     bool slow[kPanel] = {};
@@ -218,7 +359,7 @@ void run_quantized(const Dec& dec, const Bf16Acts& a, const WeightRef& w, std::s
       }
       const std::uint8_t* src = code_row(w, p + r);
       for (std::size_t b = 0; b < nb; ++b)
-        _mm512_storeu_si512(dst + b * kBlock, dec(src + b * Dec::kBytesPerBlock, deltas[b]));
+        _mm512_storeu_si512(dst + b * kBlock, dec(src + b * Dec::kBytesPerBlock, deltas + b));
     }
     for (std::size_t i0 = 0; i0 < m; i0 += kMr) {
       const std::size_t mr = std::min<std::size_t>(kMr, m - i0);

@@ -251,6 +251,37 @@ TEST(Bf16Gemm, NanActivationGivesNanOnEveryIsa) {
   }
 }
 
+// The FP8 decode shape moves each 32-row group's block scale onto the activations when every
+// scaled activation stays a normal bf16 number; activations near the ends of the exponent range
+// (and inf/NaN) must fall back to scaling the weights, with the same bits either way.
+TEST(Bf16Gemm, Fp8ScaleMovedOntoActivationsOnlyWhereExact) {
+  Rng r(8);
+  const std::size_t n = 96, k = 160;
+  TestWeight t = make_weight(WeightFormat::kFP8, n, k, r, false);
+  // Block scales across the decoder's whole exact range (10…246: d = −117…119). act_quant keeps
+  // nonzero activations above about 2^−31 (its amax floor of 1e−4), so the small scales push them
+  // below the normal range, and the large ones push large activations past it.
+  const std::uint8_t scales[] = {12, 40, 90, 127, 140, 200, 246};
+  for (std::size_t i = 0; i < t.scale.size(); ++i) t.scale[i] = scales[(i * 5 + i / 7) % 7];
+  for (float mul : {0x1p-30f, 1.0f, 0x1p60f, 0x1p120f}) {
+    for (bool nonfinite : {false, true}) {
+      for (std::size_t m : {1u, 3u}) {
+        std::vector<float> x = make_acts(r, m, k);
+        for (float& v : x) v = round_bf16(v * mul);
+        if (nonfinite) x[k / 2] = INFINITY;
+        Bf16Acts a;
+        quantized_acts(x, m, k, a);
+        const std::vector<float> want = gemm(Isa::kScalar, a, t.ref);
+        for (Isa isa : isas()) {
+          const std::vector<float> got = gemm(isa, a, t.ref);
+          ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+              << isa_name(isa) << " scale 2^" << std::log2(mul) << " m=" << m << (nonfinite ? " with inf" : "");
+        }
+      }
+    }
+  }
+}
+
 TEST(Bf16Gemm, BadInputsAreNamed) {
   Rng r(7);
   TestWeight t = make_weight(WeightFormat::kFP8, 4, 64, r);
