@@ -82,8 +82,9 @@ ThreadPool& pool() {
   return p;
 }
 
-// The whole fast linear: act_quant (for FP8/FP4) + kernel + bf16 rounding.
-void BM_Linear(benchmark::State& st, WeightFormat f, std::size_t n, std::size_t k) {
+// The whole fast linear: act_quant (for FP8/FP4) + kernel + bf16 rounding. f32_input: an input
+// that is not bf16-valued (the head's final-norm output), which takes f32_gemm instead of bf16_gemm.
+void BM_Linear(benchmark::State& st, WeightFormat f, std::size_t n, std::size_t k, bool f32_input = false) {
   const auto m = static_cast<std::size_t>(st.range(0));
   // Decode (m = 1) reads cold weights from memory; prefill is arithmetic-bound on one copy.
   // DSV4_BENCH_HOT=1 keeps one copy (cache-resident: the kernel's arithmetic rate alone).
@@ -94,7 +95,7 @@ void BM_Linear(benchmark::State& st, WeightFormat f, std::size_t n, std::size_t 
   std::mt19937 g(7);
   std::normal_distribution<float> d(0.0f, 1.0f);
   std::vector<float> x(m * k), out(m * n);
-  for (auto& v : x) v = round_bf16(d(g));
+  for (auto& v : x) v = f32_input ? d(g) : round_bf16(d(g));
   LinearOptions opt;
   opt.mode = Numerics::kFast;
   opt.pool = &pool();
@@ -120,6 +121,7 @@ BENCHMARK_CAPTURE(BM_Linear, FP4_expert_w1_2304x5120, WeightFormat::kFP4, 2304, 
 BENCHMARK_CAPTURE(BM_Linear, FP4_expert_w2_5120x2304, WeightFormat::kFP4, 5120, 2304)->Arg(1)->Arg(512)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Linear, FP8_proj_4096x5120, WeightFormat::kFP8, 4096, 5120)->Arg(1)->Arg(512)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Linear, BF16_head_slice_8192x5120, WeightFormat::kBF16, 8192, 5120)->Arg(1)->Arg(512)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Linear, BF16_head_slice_f32_input_8192x5120, WeightFormat::kBF16, 8192, 5120, true)->Arg(1)->Arg(4)->UseRealTime();
 
 }  // namespace
 

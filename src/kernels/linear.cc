@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/bf16_gemm.h"
+#include "kernels/f32_gemm.h"
 #include "numeric/e2m1.h"
 #include "numeric/e4m3.h"
 #include "numeric/e8m0.h"
@@ -191,8 +192,15 @@ void linear(std::span<const float> x, std::size_t m, const WeightRef& w, std::sp
   if (w.data == nullptr && n * k != 0) fail("linear: {} weight without data", weight_format_name(w.format));
   if (mode == Numerics::kFast && fast_linear(x, m, w, out, opt)) return;
   if (w.format == WeightFormat::kF32 || w.format == WeightFormat::kBF16) {
-    // fp32 operands: the float path of strict_dot (products exact in float64).
     const bool to_bf16 = w.format == WeightFormat::kBF16 && !opt.f32_output;
+    if (mode == Numerics::kFast) {
+      // fp32 operands in fast numerics: the canonical 16-lane FMA dot (f32_gemm.h).
+      f32_gemm(x, m, w, out, opt.pool);
+      if (to_bf16)
+        for (float& v : out) v = round_bf16(v);
+      return;
+    }
+    // fp32 operands: the float path of strict_dot (products exact in float64).
     run_rows(n, opt.pool, [&](std::size_t j0, std::size_t j1) {
       std::vector<float> row(k);
       for (std::size_t j = j0; j < j1; ++j) {
@@ -203,14 +211,7 @@ void linear(std::span<const float> x, std::size_t m, const WeightRef& w, std::sp
           std::memcpy(row.data(), static_cast<const float*>(w.data) + j * k, k * sizeof(float));
         }
         for (std::size_t i = 0; i < m; ++i) {
-          float v;
-          if (mode == Numerics::kStrict) {
-            v = strict_dot(x.subspan(i * k, k), row);
-          } else {
-            float acc = 0.0f;
-            for (std::size_t c = 0; c < k; ++c) acc += x[i * k + c] * row[c];
-            v = acc;
-          }
+          const float v = strict_dot(x.subspan(i * k, k), row);
           out[i * n + j] = to_bf16 ? round_bf16(v) : v;
         }
       }

@@ -13,7 +13,7 @@
 // Fast (Numerics::kFast): FP8/FP4 weights, and BF16 weights with bf16-valued inputs, run on the
 //   bf16 kernels of bf16_gemm.h (act_quant'd activations and weights dequantized exactly to bf16,
 //   fp32 accumulation in one fixed order on every instruction set); F32 weights and fp32 inputs
-//   keep an fp32 loop in increasing k. Either way each output element is computed the same way
+//   run on f32_gemm.h (the canonical 16-lane FMA dot of the fast attention kernels). Either way each output element is computed the same way
 //   whatever m, the thread split or the batch it is part of.
 // Weights are dequantized one row at a time while the product runs; no fp32 copy of a whole
 // weight is ever made.

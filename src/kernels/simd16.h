@@ -62,6 +62,16 @@ inline V load_n(const float* p, std::size_t n) {  // lanes ≥ n are +0
   std::memcpy(r.v, p, n * sizeof(float));
   return r;
 }
+// 16 bf16 bit patterns widened exactly to fp32 (lanes ≥ n are +0).
+inline V load_bf16_n(const std::uint16_t* p, std::size_t n) {
+  V r{};
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t u = static_cast<std::uint32_t>(p[i]) << 16;
+    std::memcpy(&r.v[i], &u, sizeof u);
+  }
+  return r;
+}
+inline V load_bf16(const std::uint16_t* p) { return load_bf16_n(p, 16); }
 inline void store(float* p, V a) { std::memcpy(p, a.v, sizeof a.v); }
 inline void store_n(float* p, V a, std::size_t n) { std::memcpy(p, a.v, n * sizeof(float)); }
 #define DSV4_LANEWISE(expr)             \
@@ -129,6 +139,16 @@ inline __m256i mask8(std::size_t n) {  // lanes < n
 inline V load_n(const float* p, std::size_t n) {
   const std::size_t nl = n < 8 ? n : 8, nh = n > 8 ? n - 8 : 0;
   return {_mm256_maskload_ps(p, mask8(nl)), _mm256_maskload_ps(p + 8, mask8(nh))};
+}
+inline __m256 widen_bf16_8(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+inline V load_bf16(const std::uint16_t* p) {
+  return {widen_bf16_8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+          widen_bf16_8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)))};
+}
+inline V load_bf16_n(const std::uint16_t* p, std::size_t n) {
+  alignas(32) std::uint16_t t[16] = {};
+  std::memcpy(t, p, n * sizeof(std::uint16_t));
+  return load_bf16(t);
 }
 inline void store(float* p, V a) {
   _mm256_storeu_ps(p, a.lo);
@@ -207,6 +227,13 @@ inline V set1(float x) { return _mm512_set1_ps(x); }
 inline V load(const float* p) { return _mm512_loadu_ps(p); }
 inline __mmask16 mask16(std::size_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
 inline V load_n(const float* p, std::size_t n) { return _mm512_maskz_loadu_ps(mask16(n), p); }
+inline V widen_bf16(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+inline V load_bf16(const std::uint16_t* p) { return widen_bf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline V load_bf16_n(const std::uint16_t* p, std::size_t n) {
+  alignas(32) std::uint16_t t[16] = {};  // (a masked 16-bit load would need AVX512BW)
+  std::memcpy(t, p, n * sizeof(std::uint16_t));
+  return load_bf16(t);
+}
 inline void store(float* p, V a) { _mm512_storeu_ps(p, a); }
 inline void store_n(float* p, V a, std::size_t n) { _mm512_mask_storeu_ps(p, mask16(n), a); }
 inline V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
