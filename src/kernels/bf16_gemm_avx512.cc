@@ -10,6 +10,7 @@
 //     buffer (L2-resident), then 6 × 4 register tiles of activation rows × weight rows run over
 //     it, reading each weight byte from memory once per call.
 #include "kernels/bf16_gemm_isa.h"
+#include "util/cpu_features.h"
 
 #if defined(__AVX512BF16__)
 // GCC 12 reports its own _mm512_undefined_* placeholders inside the intrinsic headers as
@@ -19,6 +20,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <type_traits>
 #include <vector>
 
@@ -168,6 +170,74 @@ void fused(const Dec& dec, const std::uint16_t* const* a, const std::uint8_t* co
     for (int r = 0; r < kNr; ++r) res[i][r] = reduce16(acc[i][r]);
 }
 
+// FP4 with AVX512_VBMI: four blocks of a row (64 bytes) are loaded at once together with a copy
+// shifted right by 4 bits, whose byte t holds the high nibble of code byte t in its low bits; one
+// two-source byte permute (vpermt2b) then places the right nibble of each element in the low
+// byte of its word — one shuffle instead of the broadcast and vpshufb of Fp4Decoder, and the
+// shift shared by four blocks. The lookup, the scale and the accumulation are Fp4Decoder's, in
+// the same block order, so the bits are the same.
+struct Fp4SpreadVbmi {
+  __m512i idx[4];  // word e of block j ← byte 16j + e/2 of the codes (even e) or of the shifted copy (odd e)
+  Fp4SpreadVbmi() {
+    for (int j = 0; j < 4; ++j) {
+      alignas(64) std::uint8_t c[64];
+      for (int e = 0; e < 32; ++e) {
+        const auto src = static_cast<std::uint8_t>(16 * j + e / 2 + (e % 2 ? 64 : 0));
+        c[2 * e] = src;
+        c[2 * e + 1] = src;  // the high byte of a word is ignored by vpermw
+      }
+      idx[j] = _mm512_load_si512(c);
+    }
+  }
+};
+
+#define DSV4_VBMI __attribute__((target("avx512vbmi")))
+
+// Block b of the kNr rows, spread from byte group j of `codes` / `high`, into every accumulator.
+template <int MR>
+DSV4_VBMI inline void fp4_vbmi_step(const Fp4Decoder& dec, const Fp4SpreadVbmi& sp, const std::uint16_t* const* a,
+                                    const std::int32_t* const* deltas, std::size_t b, const __m512i* codes,
+                                    const __m512i* high, int j, __m512 (*acc)[kNr]) {
+  __m512i wv[kNr];
+  for (int r = 0; r < kNr; ++r) {
+    const __m512i nib = _mm512_permutex2var_epi8(codes[r], sp.idx[j], high[r]);
+    const __m512i t = _mm512_maskz_add_epi16(0xFEFEFEFEu, dec.table, _mm512_set1_epi32(deltas[r][b]));
+    wv[r] = _mm512_permutexvar_epi16(nib, t);
+  }
+  for (int i = 0; i < MR; ++i) {
+    const __m512i x = _mm512_loadu_si512(a[i] + b * kBlock);
+    for (int r = 0; r < kNr; ++r) acc[i][r] = dp(acc[i][r], x, wv[r]);
+  }
+}
+
+template <int MR>
+DSV4_VBMI void fused_fp4_vbmi(const Fp4Decoder& dec, const Fp4SpreadVbmi& sp, const std::uint16_t* const* a,
+                              const std::uint8_t* const* w, const std::int32_t* const* deltas, std::size_t nb,
+                              std::size_t ahead, float (*res)[kNr]) {
+  __m512 acc[MR][kNr];
+  for (int i = 0; i < MR; ++i)
+    for (int r = 0; r < kNr; ++r) acc[i][r] = _mm512_setzero_ps();
+  __m512i codes[kNr], high[kNr];
+  std::size_t b = 0;
+  for (; b + 4 <= nb; b += 4) {
+    for (int r = 0; r < kNr; ++r) {
+      _mm_prefetch(reinterpret_cast<const char*>(w[r] + b * 16 + ahead), _MM_HINT_T0);
+      codes[r] = _mm512_loadu_si512(w[r] + b * 16);
+      high[r] = _mm512_srli_epi16(codes[r], 4);
+    }
+    for (int j = 0; j < 4; ++j) fp4_vbmi_step<MR>(dec, sp, a, deltas, b + j, codes, high, j, acc);
+  }
+  for (; b < nb; ++b) {  // the last nb % 4 blocks, 16 bytes each: nothing is read past the row
+    for (int r = 0; r < kNr; ++r) {
+      codes[r] = _mm512_maskz_loadu_epi8(0xFFFFull, w[r] + b * 16);
+      high[r] = _mm512_srli_epi16(codes[r], 4);
+    }
+    fp4_vbmi_step<MR>(dec, sp, a, deltas, b, codes, high, 0, acc);
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int r = 0; r < kNr; ++r) res[i][r] = reduce16(acc[i][r]);
+}
+
 template <class F>
 void dispatch_mr(int mr, F&& f) {
   switch (mr) {
@@ -269,6 +339,11 @@ void decode_rows(const Dec& dec, const Bf16Acts& a, const std::uint16_t* const* 
     }
     if (fast) {
       dispatch_mr(static_cast<int>(m), [&](auto MR) {
+        if constexpr (std::is_same_v<Dec, Fp4Decoder>) {
+          static const bool vbmi = cpu_features().avx512_vbmi && std::getenv("DSV4_NO_VBMI") == nullptr;
+          static const Fp4SpreadVbmi spread;
+          if (vbmi) return fused_fp4_vbmi<MR()>(dec, spread, arows, wr, dr, nb, kNr * row_bytes, res);
+        }
         fused<MR(), true>(dec, arows, wr, dr, nb, kNr * row_bytes, res);
       });
     } else {

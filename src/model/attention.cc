@@ -209,6 +209,7 @@ void ring_write(LayerCache& cache, std::span<const float> kv, std::span<const st
 void project_q(const ForwardContext& ctx, const LayerWeights& w, std::span<const float> x,
                std::size_t S, std::span<const std::int64_t> positions, std::vector<float>& qr,
                std::vector<float>& q) {
+  OpTimer timer(ctx, "attention/q");
   const ModelConfig& c = ctx.cfg;
   qr.resize(S * static_cast<std::size_t>(c.q_lora_rank));
   kernels::linear(x, S, w.wq_a, qr, ctx.lin());
@@ -222,6 +223,7 @@ void project_q(const ForwardContext& ctx, const LayerWeights& w, std::span<const
 std::vector<float> project_window_kv(const ForwardContext& ctx, const LayerWeights& w,
                                      std::span<const float> x, std::size_t S,
                                      std::span<const std::int64_t> positions) {
+  OpTimer timer(ctx, "attention/kv");
   const ModelConfig& c = ctx.cfg;
   const auto D = static_cast<std::size_t>(c.head_dim);
   std::vector<float> kv(S * D);
@@ -234,6 +236,7 @@ std::vector<float> project_window_kv(const ForwardContext& ctx, const LayerWeigh
 
 void output_projection(const ForwardContext& ctx, const LayerWeights& w, std::span<const float> o,
                        std::size_t S, std::span<float> out) {
+  OpTimer timer(ctx, "attention/out");
   const ModelConfig& c = ctx.cfg;
   const auto G = static_cast<std::size_t>(c.o_groups), R = static_cast<std::size_t>(c.o_lora_rank);
   const std::size_t in_g = w.wo_a.cols;  // (H / G) · D

@@ -14,6 +14,7 @@ const CpuFeatures& cpu_features() {
     c.avx512vl = __builtin_cpu_supports("avx512vl");
     c.avx512_bf16 = __builtin_cpu_supports("avx512bf16");
     c.avx512_vnni = __builtin_cpu_supports("avx512vnni");
+    c.avx512_vbmi = __builtin_cpu_supports("avx512vbmi");
 #endif
     return c;
   }();

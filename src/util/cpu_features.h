@@ -7,6 +7,7 @@ namespace dsv4 {
 struct CpuFeatures {
   bool avx2 = false, fma = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512_bf16 = false, avx512_vnni = false;
+  bool avx512_vbmi = false;  // byte permutes (vpermt2b): the FP4 decoder's one-shuffle nibble spread
 };
 
 const CpuFeatures& cpu_features();
