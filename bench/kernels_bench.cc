@@ -121,9 +121,9 @@ BENCHMARK_CAPTURE(BM_Linear, FP4_expert_w1_2304x5120, WeightFormat::kFP4, 2304, 
 BENCHMARK_CAPTURE(BM_Linear, FP4_expert_w2_5120x2304, WeightFormat::kFP4, 5120, 2304)->Arg(1)->Arg(512)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Linear, FP8_proj_4096x5120, WeightFormat::kFP8, 4096, 5120)->Arg(1)->Arg(512)->UseRealTime();
 // The attention projections of a V4.1 layer (wq_b: short rows, K = 1280; wo_a: one of 8 groups).
-BENCHMARK_CAPTURE(BM_Linear, FP8_wq_b_32768x1280, WeightFormat::kFP8, 32768, 1280)->Arg(1)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Linear, FP8_wq_b_32768x1280, WeightFormat::kFP8, 32768, 1280)->Arg(1)->Arg(512)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Linear, FP8_wo_a_group_1024x4096, WeightFormat::kFP8, 1024, 4096)->Arg(1)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Linear, FP8_wo_b_5120x8192, WeightFormat::kFP8, 5120, 8192)->Arg(1)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Linear, FP8_wo_b_5120x8192, WeightFormat::kFP8, 5120, 8192)->Arg(1)->Arg(512)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Linear, BF16_head_slice_8192x5120, WeightFormat::kBF16, 8192, 5120)->Arg(1)->Arg(512)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Linear, BF16_head_slice_f32_input_8192x5120, WeightFormat::kBF16, 8192, 5120, true)->Arg(1)->Arg(4)->UseRealTime();
 

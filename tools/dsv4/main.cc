@@ -6,8 +6,10 @@
 
 #include "commands.h"
 #include "util/error.h"
+#include "util/heap_policy.h"
 
 int main(int argc, char** argv) {
+  dsv4::keep_freed_memory();  // forward-pass buffers are reused, not re-faulted (util/heap_policy.h)
   CLI::App app{"dsv4 — DeepSeek V4.1 inference engine"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "dsv4 0.1.0");
