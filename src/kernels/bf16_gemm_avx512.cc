@@ -408,6 +408,71 @@ void decode_rows_fp8(const Fp8Decoder& dec, const Bf16Acts& a, const std::uint16
   }
 }
 
+// Prefill tiles, K in chunks of kChunk blocks. A register tile's accumulators are parked in
+// `state` (16 fp32 lanes each) between chunks, so the chunk of the activation tile stays in L1
+// while every weight tile of the panel passes over it, instead of streaming whole rows from L2
+// for each weight tile. Each accumulator still receives its blocks in ascending order through
+// the same instruction — the same bits as one pass over K.
+constexpr std::size_t kChunk = 32;
+
+template <int MR>
+void chunk_tile(const std::uint16_t* const* a, const std::uint16_t* const* w, std::size_t b0, std::size_t b1,
+                float* state, bool first) {
+  __m512 acc[MR][kNr];
+  for (int i = 0; i < MR; ++i)
+    for (int r = 0; r < kNr; ++r)
+      acc[i][r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(state + (i * kNr + r) * 16);
+  for (std::size_t b = b0; b < b1; ++b) {
+    __m512i wv[kNr];
+    for (int r = 0; r < kNr; ++r) wv[r] = _mm512_loadu_si512(w[r] + b * kBlock);
+    for (int i = 0; i < MR; ++i) {
+      const __m512i x = _mm512_loadu_si512(a[i] + b * kBlock);
+      for (int r = 0; r < kNr; ++r) acc[i][r] = dp(acc[i][r], x, wv[r]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int r = 0; r < kNr; ++r) _mm512_storeu_ps(state + (i * kNr + r) * 16, acc[i][r]);
+}
+
+float* scratch_state(std::size_t n) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+// out[i·ldo + col0 + r] for every activation row i and panel row r < np (rows[r]: k32 bf16
+// values); rows flagged slow are computed by the scalar definition instead.
+void panel_gemm(const Bf16Acts& a, const std::uint16_t* const* rows, std::size_t np, const bool* slow,
+                std::size_t col0, float* out, std::size_t ldo) {
+  const std::size_t nb = a.k32 / kBlock, m = a.m, tiles = (np + kNr - 1) / kNr;
+  constexpr std::size_t kTileState = kMr * kNr * 16;
+  float* state = scratch_state(tiles * kTileState);
+  const std::uint16_t* arows[kMr];
+  for (std::size_t i0 = 0; i0 < m; i0 += kMr) {
+    const std::size_t mr = std::min<std::size_t>(kMr, m - i0);
+    for (std::size_t i = 0; i < mr; ++i) arows[i] = a.row(i0 + i);
+    for (std::size_t c0 = 0; c0 < nb; c0 += kChunk) {
+      const std::size_t c1 = std::min(nb, c0 + kChunk);
+      for (std::size_t t = 0; t < tiles; ++t) {
+        const std::size_t q = t * kNr, nr = std::min<std::size_t>(kNr, np - q);
+        const std::uint16_t* wd[kNr];
+        for (std::size_t r = 0; r < kNr; ++r) wd[r] = rows[q + std::min(r, nr - 1)];
+        dispatch_mr(static_cast<int>(mr), [&](auto MR) {
+          chunk_tile<MR()>(arows, wd, c0, c1, state + t * kTileState, c0 == 0);
+        });
+      }
+    }
+    for (std::size_t t = 0; t < tiles; ++t) {
+      const std::size_t q = t * kNr, nr = std::min<std::size_t>(kNr, np - q);
+      for (std::size_t i = 0; i < mr; ++i)
+        for (std::size_t r = 0; r < nr; ++r)
+          out[(i0 + i) * ldo + col0 + q + r] =
+              slow[q + r] ? lane16_dot_scalar(arows[i], rows[q + r], a.k32)
+                          : reduce16(_mm512_loadu_ps(state + t * kTileState + (i * kNr + r) * 16));
+    }
+  }
+}
+
 template <class Dec>
 void run_quantized(const Dec& dec, const Bf16Acts& a, const WeightRef& w, std::size_t j0, std::size_t j1,
                    float* out, std::size_t ldo) {
@@ -427,7 +492,7 @@ void run_quantized(const Dec& dec, const Bf16Acts& a, const WeightRef& w, std::s
       std::clamp<std::size_t>((std::size_t{256} << 10) / (2 * a.k32) / kNr * kNr, kPanel, kMaxPanel);
   std::int32_t* deltas = scratch_deltas(nb);
   std::uint16_t* panel = scratch_u16(panel_rows * a.k32);
-  float res[kMr][kNr];
+
   for (std::size_t p = j0; p < j1; p += panel_rows) {
     const std::size_t np = std::min(panel_rows, j1 - p);
     bool slow[kMaxPanel] = {};
@@ -442,20 +507,9 @@ void run_quantized(const Dec& dec, const Bf16Acts& a, const WeightRef& w, std::s
       for (std::size_t b = 0; b < nb; ++b)
         _mm512_storeu_si512(dst + b * kBlock, dec(src + b * Dec::kBytesPerBlock, deltas + b));
     }
-    for (std::size_t i0 = 0; i0 < m; i0 += kMr) {
-      const std::size_t mr = std::min<std::size_t>(kMr, m - i0);
-      for (std::size_t i = 0; i < mr; ++i) arows[i] = a.row(i0 + i);
-      for (std::size_t q = 0; q < np; q += kNr) {
-        const std::size_t nr = std::min<std::size_t>(kNr, np - q);
-        const std::uint16_t* wd[kNr];
-        for (std::size_t r = 0; r < kNr; ++r) wd[r] = panel + (q + std::min(r, nr - 1)) * a.k32;
-        dispatch_mr(static_cast<int>(mr), [&](auto MR) { micro<MR()>(arows, wd, nb, res); });
-        for (std::size_t i = 0; i < mr; ++i)
-          for (std::size_t r = 0; r < nr; ++r)
-            out[(i0 + i) * ldo + p + q + r] =
-                slow[q + r] ? lane16_dot_scalar(arows[i], wd[r], a.k32) : res[i][r];
-      }
-    }
+    const std::uint16_t* rows[kMaxPanel];
+    for (std::size_t r = 0; r < np; ++r) rows[r] = panel + r * a.k32;
+    panel_gemm(a, rows, np, slow, p, out, ldo);
   }
 }
 
