@@ -121,24 +121,6 @@ struct Fp8Decoder {
   }
 };
 
-// res[i][r] = dot(a rows i, w rows r) for MR activation rows × kNr bf16 weight rows.
-template <int MR>
-void micro(const std::uint16_t* const* a, const std::uint16_t* const* w, std::size_t nb, float (*res)[kNr]) {
-  __m512 acc[MR][kNr];
-  for (int i = 0; i < MR; ++i)
-    for (int r = 0; r < kNr; ++r) acc[i][r] = _mm512_setzero_ps();
-  for (std::size_t b = 0; b < nb; ++b) {
-    __m512i wv[kNr];
-    for (int r = 0; r < kNr; ++r) wv[r] = _mm512_loadu_si512(w[r] + b * kBlock);
-    for (int i = 0; i < MR; ++i) {
-      const __m512i x = _mm512_loadu_si512(a[i] + b * kBlock);
-      for (int r = 0; r < kNr; ++r) acc[i][r] = dp(acc[i][r], x, wv[r]);
-    }
-  }
-  for (int i = 0; i < MR; ++i)
-    for (int r = 0; r < kNr; ++r) res[i][r] = reduce16(acc[i][r]);
-}
-
 // The same with the kNr weight rows dequantized in registers from their stored codes, scaled by
 // their per-block deltas (kScaled), or unscaled (FP8 whose block scale was moved onto the
 // activations).
@@ -434,6 +416,16 @@ void chunk_tile(const std::uint16_t* const* a, const std::uint16_t* const* w, st
     for (int r = 0; r < kNr; ++r) _mm512_storeu_ps(state + (i * kNr + r) * 16, acc[i][r]);
 }
 
+// res[i][r] = dot(a rows i, w rows r) for MR activation rows × kNr bf16 weight rows, one pass
+// over K (the decode shape).
+template <int MR>
+void micro(const std::uint16_t* const* a, const std::uint16_t* const* w, std::size_t nb, float (*res)[kNr]) {
+  alignas(64) float state[MR * kNr * 16];
+  chunk_tile<MR>(a, w, 0, nb, state, true);
+  for (int i = 0; i < MR; ++i)
+    for (int r = 0; r < kNr; ++r) res[i][r] = reduce16(_mm512_load_ps(state + (i * kNr + r) * 16));
+}
+
 float* scratch_state(std::size_t n) {
   thread_local std::vector<float> buf;
   if (buf.size() < n) buf.resize(n);
@@ -532,17 +524,20 @@ void run_bf16(const Bf16Acts& a, const WeightRef& w, std::size_t j0, std::size_t
         rows[r] = panel + r * a.k32;
       }
     }
-    for (std::size_t i0 = 0; i0 < m; i0 += kMr) {
-      const std::size_t mr = std::min<std::size_t>(kMr, m - i0);
-      for (std::size_t i = 0; i < mr; ++i) arows[i] = a.row(i0 + i);
-      for (std::size_t q = 0; q < np; q += kNr) {
-        const std::size_t nr = std::min<std::size_t>(kNr, np - q);
-        const std::uint16_t* wd[kNr];
-        for (std::size_t r = 0; r < kNr; ++r) wd[r] = rows[q + std::min(r, nr - 1)];
-        dispatch_mr(static_cast<int>(mr), [&](auto MR) { micro<MR()>(arows, wd, nb, res); });
-        for (std::size_t i = 0; i < mr; ++i)
-          for (std::size_t r = 0; r < nr; ++r) out[(i0 + i) * ldo + p + q + r] = res[i][r];
-      }
+    if (m > 4) {  // prefill shape: K in chunks (panel_gemm)
+      static constexpr bool kNoneSlow[kPanel] = {};
+      panel_gemm(a, rows, np, kNoneSlow, p, out, ldo);
+      continue;
+    }
+    // Decode shape: each weight row streamed once from memory, one pass over K.
+    for (std::size_t i = 0; i < m; ++i) arows[i] = a.row(i);
+    for (std::size_t q = 0; q < np; q += kNr) {
+      const std::size_t nr = std::min<std::size_t>(kNr, np - q);
+      const std::uint16_t* wd[kNr];
+      for (std::size_t r = 0; r < kNr; ++r) wd[r] = rows[q + std::min(r, nr - 1)];
+      dispatch_mr(static_cast<int>(m), [&](auto MR) { micro<MR()>(arows, wd, nb, res); });
+      for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t r = 0; r < nr; ++r) out[i * ldo + p + q + r] = res[i][r];
     }
   }
 }
@@ -551,6 +546,7 @@ void run_bf16(const Bf16Acts& a, const WeightRef& w, std::size_t j0, std::size_t
 
 void gemm_rows_avx512(const Bf16Acts& a, const WeightRef& w, std::size_t j0, std::size_t j1,
                       float* out, std::size_t ldo) {
+  if (a.m == 0 || j0 == j1) return;  // (the tiles below assume at least one row each way)
   if (w.format == WeightFormat::kBF16) return run_bf16(a, w, j0, j1, out, ldo);
   // The in-register decoders read whole 32-element blocks of each row.
   if (w.cols % kBlock != 0) return gemm_rows_scalar(a, w, j0, j1, out, ldo);
