@@ -244,6 +244,14 @@ std::int32_t* scratch_deltas(std::size_t n) {
   return buf.data();
 }
 
+// The FP8 decode shape's per-group deltas: a buffer of their own, because the group fallback
+// (decode_rows) grows scratch_deltas while the group loop still holds its pointer.
+std::int32_t* scratch_group_deltas(std::size_t n) {
+  thread_local std::vector<std::int32_t> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
 // The scale deltas (e − 127) << 7 of weight row j's nb blocks (row_deltas, as int32 pairs) and
 // whether every scale is in the decoder's exact range (row_in_fast_range), 16 scales per step: on
 // the decode shape these run once per weight row per call, so the scalar versions cost as much as
@@ -351,7 +359,7 @@ void decode_rows_fp8(const Fp8Decoder& dec, const Bf16Acts& a, const std::uint16
                      const WeightRef& w, std::size_t j0, std::size_t j1, float* out, std::size_t ldo) {
   const std::size_t nb = a.k32 / kBlock, m = a.m, row_bytes = w.cols;
   const ActRange range = act_range(a);
-  std::int32_t* gd = scratch_deltas(nb);
+  std::int32_t* gd = scratch_group_deltas(nb);
   std::uint16_t* scaled = scratch_scaled_acts(m * a.k32);
   const std::uint16_t* srows[kMr];
   for (std::size_t i = 0; i < m; ++i) srows[i] = scaled + i * a.k32;
