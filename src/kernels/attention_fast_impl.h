@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/attention_fast.h"
+#include "util/scratch_arena.h"
 
 namespace dsv4::kernels::DSV4_SIMD16_NS {
 
@@ -30,8 +31,7 @@ inline V dots16(const float* q, const float* const* rows, std::size_t D) {
 
 // Per-thread scratch that only grows (no allocation once the largest shape has been seen).
 struct AttnScratch {
-  std::vector<const float*> rows;
-  std::vector<float> s, pb, zero_row;
+  std::vector<float> zero_row;
 };
 inline AttnScratch& attn_scratch() {
   thread_local AttnScratch s;
@@ -43,28 +43,29 @@ template <int G>
 void attend_group(const float* q, const KvRows& kv, const float* sink, const std::int32_t* slots,
                   float scale, std::size_t H, std::size_t D, std::size_t K, std::size_t t,
                   std::size_t h0, float* out) {
-  AttnScratch& sc = attn_scratch();
-  sc.rows.clear();
+  // The slot rows and the scores come from this thread's arena: K (and with it their size)
+  // grows with the context, and a growing vector would allocate inside the decode loop.
+  ScratchFrame frame;
+  const std::span<const float*> rows = frame.uninit<const float*>(K + 16);
+  std::size_t n = 0;
   for (std::size_t j = 0; j < K; ++j)
-    if (slots[j] >= 0) sc.rows.push_back(kv.row(static_cast<std::size_t>(slots[j]), D));
-  const std::size_t n = sc.rows.size();
+    if (slots[j] >= 0) rows[n++] = kv.row(static_cast<std::size_t>(slots[j]), D);
   if (n == 0) {
     for (int g = 0; g < G; ++g) std::fill_n(out + (t * H + h0 + g) * D, D, 0.0f);
     return;
   }
   const std::size_t npad = (n + 15) / 16 * 16;
-  if (sc.zero_row.size() < D) sc.zero_row.assign(D, 0.0f);
-  sc.rows.resize(npad, sc.zero_row.data());
-  sc.s.resize(G * npad);
-  sc.pb.resize(G * npad);
+  const float* zero_row = frame.zeros<float>(D).data();
+  for (std::size_t j = n; j < npad; ++j) rows[j] = zero_row;
+  const std::span<float> s_buf = frame.uninit<float>(G * npad), pb_buf = frame.uninit<float>(G * npad);
   // Scores, 16 slots at a time (the rows of a tile stay in L1 for the G heads).
   for (std::size_t j0 = 0; j0 < npad; j0 += 16)
     for (int g = 0; g < G; ++g)
-      store(sc.s.data() + g * npad + j0, mul(dots16(q + (t * H + h0 + g) * D, sc.rows.data() + j0, D), set1(scale)));
+      store(s_buf.data() + g * npad + j0, mul(dots16(q + (t * H + h0 + g) * D, rows.data() + j0, D), set1(scale)));
   float l_sum[G];
   for (int g = 0; g < G; ++g) {
-    float* s = sc.s.data() + g * npad;
-    float* pb = sc.pb.data() + g * npad;
+    float* s = s_buf.data() + g * npad;
+    float* pb = pb_buf.data() + g * npad;
     float mu = s[0];
     for (std::size_t j = 1; j < n; ++j) mu = s[j] > mu ? s[j] : mu;
     for (std::size_t j0 = 0; j0 < npad; j0 += 16) store(s + j0, exp_fast(add(load(s + j0), set1(-mu))));
@@ -80,8 +81,8 @@ void attend_group(const float* q, const KvRows& kv, const float* sink, const std
     V acc[G];
     for (int g = 0; g < G; ++g) acc[g] = zero();
     for (std::size_t j = 0; j < n; ++j) {
-      const V r = w == 16 ? load(sc.rows[j] + c) : load_n(sc.rows[j] + c, w);
-      for (int g = 0; g < G; ++g) acc[g] = fma(set1(sc.pb[g * npad + j]), r, acc[g]);
+      const V r = w == 16 ? load(rows[j] + c) : load_n(rows[j] + c, w);
+      for (int g = 0; g < G; ++g) acc[g] = fma(set1(pb_buf[g * npad + j]), r, acc[g]);
     }
     for (int g = 0; g < G; ++g) {
       const V o = round_bf16(div(acc[g], set1(l_sum[g])));

@@ -11,6 +11,7 @@
 #include "kernels/transcendental.h"
 #include "numeric/bf16.h"
 #include "util/error.h"
+#include "util/scratch_arena.h"
 
 namespace dsv4::kernels {
 namespace {
@@ -21,7 +22,8 @@ void check(const char* fn, const char* what, std::size_t got, std::size_t want) 
 
 // Strict sum of `n` fp32 values spaced `stride` apart (a column of the comb matrix).
 float strided_sum(const float* x, std::size_t n, std::size_t stride) {
-  std::vector<float> v(n);
+  ScratchFrame frame;
+  const std::span<float> v = frame.uninit<float>(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = x[i * stride];
   return strict_sum(v);
 }
@@ -88,7 +90,8 @@ void hc_mixes(std::span<const float> x, std::span<const float> fn, std::span<con
   const std::size_t hc = p.hc, nm = (2 + hc) * hc, width = hc * dim;
   check("hc_mixes", "X", x.size(), tokens * width);
   check("hc_mixes", "fn", fn.size(), nm * width);
-  std::vector<float> mixes(tokens * nm);
+  ScratchFrame frame;
+  const std::span<float> mixes = frame.zeros<float>(tokens * nm);
   for (std::size_t t = 0; t < tokens; ++t) {
     const std::span<const float> xt = x.subspan(t * width, width);
     const float r = rms_factor(xt, norm_eps);
@@ -103,7 +106,8 @@ void hc_pre(std::span<const float> x, std::span<const float> pre, std::size_t to
   check("hc_pre", "X", x.size(), tokens * hc * dim);
   check("hc_pre", "pre", pre.size(), tokens * hc);
   check("hc_pre", "out", out.size(), tokens * dim);
-  std::vector<double> terms(hc);
+  ScratchFrame frame;
+  const std::span<double> terms = frame.zeros<double>(hc);
   for (std::size_t t = 0; t < tokens; ++t) {
     const float* xt = x.data() + t * hc * dim;
     const float* pt = pre.data() + t * hc;
@@ -123,7 +127,8 @@ void hc_post(std::span<const float> y, std::span<const float> r, std::span<const
   check("hc_post", "post", post.size(), tokens * hc);
   check("hc_post", "comb", comb.size(), tokens * hc * hc);
   check("hc_post", "out", out.size(), tokens * hc * dim);
-  std::vector<double> terms(hc);
+  ScratchFrame frame;
+  const std::span<double> terms = frame.zeros<double>(hc);
   for (std::size_t t = 0; t < tokens; ++t) {
     const float* rt = r.data() + t * hc * dim;
     const float* ct = comb.data() + t * hc * hc;

@@ -9,6 +9,7 @@
 #include "numeric/bf16.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
+#include "util/scratch_arena.h"
 
 namespace dsv4::kernels {
 namespace {
@@ -56,7 +57,8 @@ void hc_mixes_fast(std::span<const float> x, std::span<const float> fn, std::spa
   if (width == 0) fail("hc_mixes_fast: empty rows");
   const float eps = static_cast<float>(norm_eps);
   over_tokens(tokens, pool, [&](std::size_t t0, std::size_t t1) {
-    std::vector<float> mixes(nm);
+    ScratchFrame frame;
+    const std::span<float> mixes = frame.zeros<float>(nm);
     for (std::size_t t = t0; t < t1; ++t) {
       const float* xt = x.data() + t * width;
       const float ms = dot16(xt, xt, width) / static_cast<float>(width);
@@ -74,7 +76,8 @@ void hc_pre_fast(std::span<const float> x, std::span<const float> pre, std::size
   check("hc_pre_fast", "pre", pre.size(), tokens * hc);
   check("hc_pre_fast", "out", out.size(), tokens * dim);
   over_tokens(tokens, pool, [&](std::size_t t0, std::size_t t1) {
-    std::vector<double> acc(dim);
+    ScratchFrame frame;
+    const std::span<double> acc = frame.zeros<double>(dim);
     for (std::size_t t = t0; t < t1; ++t) {
       const float* xt = x.data() + t * hc * dim;
       std::fill(acc.begin(), acc.end(), 0.0);
@@ -96,7 +99,8 @@ void hc_post_fast(std::span<const float> y, std::span<const float> r, std::span<
   check("hc_post_fast", "comb", comb.size(), tokens * hc * hc);
   check("hc_post_fast", "out", out.size(), tokens * hc * dim);
   over_tokens(tokens, pool, [&](std::size_t t0, std::size_t t1) {
-    std::vector<double> acc(dim);
+    ScratchFrame frame;
+    const std::span<double> acc = frame.zeros<double>(dim);
     for (std::size_t t = t0; t < t1; ++t) {
       const float* rt = r.data() + t * hc * dim;
       const float* ct = comb.data() + t * hc * hc;

@@ -7,6 +7,7 @@
 #include "kernels/strict_dot.h"
 #include "kernels/transcendental.h"
 #include "util/error.h"
+#include "util/scratch_arena.h"
 
 namespace dsv4::kernels {
 
@@ -29,7 +30,8 @@ void rmsnorm(std::span<const float> x, std::span<const float> w, double eps, std
 
 void rmsnorm(std::span<const float> x, std::span<const BF16> w, double eps, std::span<float> out,
              std::size_t rows) {
-  std::vector<float> wf(w.size());
+  ScratchFrame frame;
+  const std::span<float> wf = frame.uninit<float>(w.size());
   for (std::size_t k = 0; k < w.size(); ++k) wf[k] = bf16_to_f32(w[k]);
   rmsnorm(x, wf, eps, out, rows);
 }

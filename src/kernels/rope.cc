@@ -9,6 +9,7 @@
 #include "kernels/transcendental.h"
 #include "numeric/bf16.h"
 #include "util/error.h"
+#include "util/scratch_arena.h"
 
 namespace dsv4::kernels {
 
@@ -128,7 +129,8 @@ void apply_rope(std::span<float> x, std::size_t tokens, std::size_t n_vec, std::
 void apply_rope(std::span<float> x, std::size_t n_vec, std::size_t d, const RopeTable& table,
                 std::span<const std::int64_t> positions, bool inverse) {
   const std::size_t tokens = positions.size();
-  std::vector<float> c(tokens * table.half), s(tokens * table.half);
+  ScratchFrame frame;
+  const std::span<float> c = frame.uninit<float>(tokens * table.half), s = frame.uninit<float>(tokens * table.half);
   for (std::size_t t = 0; t < tokens; ++t) {
     if (positions[t] < 0) fail("apply_rope: negative position {}", positions[t]);
     const auto cr = table.cos_row(static_cast<std::size_t>(positions[t]));

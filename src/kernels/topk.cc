@@ -8,6 +8,7 @@
 
 #include "kernels/fp32_ops.h"
 #include "util/error.h"
+#include "util/scratch_arena.h"
 
 namespace dsv4::kernels {
 namespace {
@@ -25,9 +26,9 @@ struct RanksBefore {
   }
 };
 
-void topk_row(const float* v, std::size_t n, std::size_t k, std::vector<std::int64_t>& order,
+// `order` holds n indices of scratch.
+void topk_row(const float* v, std::size_t n, std::size_t k, std::span<std::int64_t> order,
               std::int64_t* out) {
-  order.resize(n);
   std::iota(order.begin(), order.end(), std::int64_t{0});
   std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
                     RanksBefore{v});
@@ -42,7 +43,8 @@ void topk_lowest_index(std::span<const float> values, std::size_t rows, std::siz
     fail("topk_lowest_index: values has {} elements, expected {}x{}", values.size(), rows, n);
   if (k > n) fail("topk_lowest_index: k = {} exceeds the {} values per row", k, n);
   if (out.size() != rows * k) fail("topk_lowest_index: out has {} elements, expected {}x{}", out.size(), rows, k);
-  std::vector<std::int64_t> order;
+  ScratchFrame frame;
+  const std::span<std::int64_t> order = frame.uninit<std::int64_t>(n);
   for (std::size_t r = 0; r < rows; ++r) topk_row(values.data() + r * n, n, k, order, out.data() + r * k);
 }
 
@@ -59,9 +61,10 @@ void select_candidate_blocks(std::span<const float> scores, std::size_t rows, st
   constexpr float kInf = std::numeric_limits<float>::infinity();
   const std::size_t nb = (t + bs - 1) / bs;
   const std::size_t kb = std::min(topk_blocks, nb);
-  std::vector<float> block(nb);
-  std::vector<std::int64_t> order, chosen(kb);
-  std::vector<std::uint8_t> keep(nb);
+  ScratchFrame frame;
+  const std::span<float> block = frame.zeros<float>(nb);
+  const std::span<std::int64_t> order = frame.uninit<std::int64_t>(nb), chosen = frame.zeros<std::int64_t>(kb);
+  const std::span<std::uint8_t> keep = frame.zeros<std::uint8_t>(nb);
   for (std::size_t r = 0; r < rows; ++r) {
     const std::int64_t c = visible[r];
     if (c < 0 || static_cast<std::size_t>(c) > t)

@@ -15,6 +15,7 @@
 #include "model/indexer.h"
 #include "model/model_qdq.h"
 #include "util/error.h"
+#include "util/scratch_arena.h"
 
 namespace dsv4 {
 namespace {
@@ -30,9 +31,10 @@ struct WindowPart {
 
 // Compact window for a call at any start_pos: a query at p sees positions max(0, p−W+1) .. p,
 // from the ring for earlier positions plus this call. Row i of `rows` is position lo + i.
-WindowPart window_compact(LayerCache& cache, std::span<const float> kv, std::size_t S,
-                          std::int64_t start_pos, std::size_t W, std::size_t D) {
-  WindowPart wp;
+void window_compact(WindowPart& wp, LayerCache& cache, std::span<const float> kv, std::size_t S,
+                    std::int64_t start_pos, std::size_t W, std::size_t D) {
+  wp.rows.clear();
+  wp.rows_pos.clear();
   const std::int64_t Wi = static_cast<std::int64_t>(W);
   const std::int64_t lo = std::max<std::int64_t>(0, start_pos - Wi + 1);
   for (std::int64_t p = lo; p < start_pos; ++p) {
@@ -53,23 +55,21 @@ WindowPart window_compact(LayerCache& cache, std::span<const float> kv, std::siz
     const std::int64_t n = std::min<std::int64_t>(p + 1, Wi);
     for (std::int64_t a = 0; a < n; ++a) wp.slots[i * W + static_cast<std::size_t>(a)] = first + a;
   }
-  std::vector<std::int64_t> pos(wp.rows_pos.end() - static_cast<std::ptrdiff_t>(S), wp.rows_pos.end());
-  ring_write(cache, kv, pos, W, D);
-  return wp;
+  ring_write(cache, kv, std::span<const std::int64_t>(wp.rows_pos).last(S), W, D);
 }
 
 // The reference's window part (§6.2 steps 2–3): prefill at 0 uses the chunk's own rows; decode
 // (S = 1) uses the ring in slot order with the slots listed oldest first.
-WindowPart window_reference(LayerCache& cache, std::span<const float> kv, std::size_t S,
-                            std::int64_t start_pos, std::size_t W, std::size_t D) {
-  WindowPart wp;
+void window_reference(WindowPart& wp, LayerCache& cache, std::span<const float> kv, std::size_t S,
+                      std::int64_t start_pos, std::size_t W, std::size_t D) {
   const std::int64_t Wi = static_cast<std::int64_t>(W);
-  std::vector<std::int64_t> pos(S);
+  ScratchFrame frame;
+  const std::span<std::int64_t> pos = frame.uninit<std::int64_t>(S);
   for (std::size_t i = 0; i < S; ++i) pos[i] = start_pos + static_cast<std::int64_t>(i);
   if (start_pos == 0) {  // the reference branches on start_pos == 0 (also for S = 1)
     const std::size_t Wp = std::min(S, W);
     wp.rows.assign(kv.begin(), kv.end());
-    wp.rows_pos = pos;
+    wp.rows_pos.assign(pos.begin(), pos.end());
     wp.width = Wp;
     wp.slots.assign(S * Wp, -1);
     for (std::size_t i = 0; i < S; ++i) {
@@ -80,7 +80,7 @@ WindowPart window_reference(LayerCache& cache, std::span<const float> kv, std::s
       }
     }
     ring_write(cache, kv, pos, W, D);
-    return wp;
+    return;
   }
   if (S != 1)
     fail("--attn-slots reference defines only a prefill at start_pos 0 and decode (one token); "
@@ -95,7 +95,6 @@ WindowPart window_reference(LayerCache& cache, std::span<const float> kv, std::s
     const std::int64_t sl = (o + static_cast<std::int64_t>(a)) % Wi;
     wp.slots[a] = sl > start_pos ? -1 : sl;
   }
-  return wp;
 }
 
 // §6.3 / §6.5 / §6.7 for one layer: publishes what a source publishes and returns the rows each
@@ -104,14 +103,15 @@ const std::vector<std::int64_t>& compressed_part(const ForwardContext& ctx, cons
                                                  SequenceState& seq, Handoff& hand,
                                                  std::span<const float> x, std::span<const float> qr,
                                                  std::size_t S, std::int64_t start_pos,
-                                                 std::size_t* width, const std::string& tag) {
+                                                 std::size_t* width, std::string_view tag) {
   const ModelConfig& c = ctx.cfg;
   const LayerRole& role = *w.role;
   const std::int64_t r = role.ratio;
   const auto id = static_cast<std::size_t>(role.id);
   const auto D = static_cast<std::size_t>(c.head_dim), hd = static_cast<std::size_t>(c.index_head_dim);
   const auto n_cmp = static_cast<std::size_t>((start_pos + static_cast<std::int64_t>(S)) / r);
-  std::vector<std::int64_t> pos(S), visible(S);
+  ScratchFrame frame;
+  const std::span<std::int64_t> pos = frame.uninit<std::int64_t>(S), visible = frame.uninit<std::int64_t>(S);
   for (std::size_t i = 0; i < S; ++i) {
     pos[i] = start_pos + static_cast<std::int64_t>(i);
     visible[i] = (pos[i] + 1) / r;
@@ -120,18 +120,20 @@ const std::vector<std::int64_t>& compressed_part(const ForwardContext& ctx, cons
   if (role.kv_source) {
     if (n_cmp > cache.cmp_kv.size() / D) fail("layer {}: compressed cache overflow", role.id);
     OpTimer timer(ctx, "attention/compressor");
-    CompressorOutput lat = compress(ctx, w, cache, x, S, start_pos);
+    thread_local CompressorOutput lat;  // its buffer is reused from call to call
+    compress(ctx, w, cache, x, S, start_pos, lat);
     if (lat.groups > 0) {
       const auto fg = static_cast<std::size_t>(lat.first_group);
       if (role.index_source) {  // §6.7 step 1: keys from the UN-rotated latent
-        const auto k = index_keys(ctx, w, lat.latent, lat.groups, lat.first_group);
-        std::copy(k.begin(), k.end(), cache.idx_k.begin() + static_cast<std::ptrdiff_t>(fg * hd));
+        if ((fg + lat.groups) * hd > cache.idx_k.size()) fail("layer {}: index key cache overflow", role.id);
+        index_keys(ctx, w, lat.latent, lat.groups, lat.first_group,
+                   std::span<float>(cache.idx_k).subspan(fg * hd, lat.groups * hd));
         if (ctx.opt.index_keys == IndexKeys::kReference) seq.shared_index_k = role.id;
       }
-      ctx.dump_f32(tag + "compressor_latent", {static_cast<std::int64_t>(lat.groups), static_cast<std::int64_t>(D)},
+      ctx.dump_f32(tag, "compressor_latent", {static_cast<std::int64_t>(lat.groups), static_cast<std::int64_t>(D)},
                    lat.latent.data());
       // §6.3 step 3: rotate at the group's first position, FP4 QDQ (E4M3, block 16), store.
-      std::vector<std::int64_t> gpos(lat.groups);
+      const std::span<std::int64_t> gpos = frame.uninit<std::int64_t>(lat.groups);
       for (std::size_t g = 0; g < lat.groups; ++g) gpos[g] = (lat.first_group + static_cast<std::int64_t>(g)) * r;
       kernels::apply_rope(lat.latent, 1, D, *w.rope, gpos);
       fp4_e4m3_qdq_inplace(lat.latent);
@@ -177,17 +179,21 @@ const std::vector<std::int64_t>& compressed_part(const ForwardContext& ctx, cons
     cand_mask = hand.cand[src];
   }
   OpTimer timer(ctx, "attention/indexer");
-  std::vector<float> I = index_scores(ctx, w, x, qr, std::span<const float>(K, n_cmp * hd), n_cmp, pos, cand_mask);
+  const std::span<float> I = frame.uninit<float>(S * n_cmp);
+  index_scores(ctx, w, x, qr, std::span<const float>(K, n_cmp * hd), n_cmp, pos, cand_mask, I);
   if (role.candidate_source) {
     auto& cand = hand.cand[id];
+    // A decode step's mask grows by a row every r positions: reserve the whole context once
+    // (max_len / r bytes) so the steady-state decode loop does not reallocate it.
+    if (S == 1) cand.reserve(seq.max_len() / static_cast<std::size_t>(r) + 1);
     cand.assign(S * n_cmp, 0);
     kernels::select_candidate_blocks(I, S, n_cmp, visible, static_cast<std::size_t>(c.candidate_topk_blocks),
                                      static_cast<std::size_t>(c.candidate_block_size), cand);
-    ctx.dump_b8(tag + "candidates", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(n_cmp)}, cand.data());
+    ctx.dump_b8(tag, "candidates", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(n_cmp)}, cand.data());
   }
-  ctx.dump_f32(tag + "index_scores", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(n_cmp)}, I.data());
+  ctx.dump_f32(tag, "index_scores", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(n_cmp)}, I.data());
   std::size_t k = 0;
-  hand.topk[id] = select_topk(I, S, n_cmp, visible, c.index_topk, ctx.opt.attn_slots == AttnSlots::kCompact, &k);
+  select_topk(I, S, n_cmp, visible, c.index_topk, ctx.opt.attn_slots == AttnSlots::kCompact, &k, hand.topk[id]);
   hand.topk_k[id] = k;
   *width = k;
   return hand.topk[id];
@@ -207,31 +213,26 @@ void ring_write(LayerCache& cache, std::span<const float> kv, std::span<const st
 }
 
 void project_q(const ForwardContext& ctx, const LayerWeights& w, std::span<const float> x,
-               std::size_t S, std::span<const std::int64_t> positions, std::vector<float>& qr,
-               std::vector<float>& q) {
+               std::size_t S, std::span<const std::int64_t> positions, std::span<float> qr,
+               std::span<float> q) {
   OpTimer timer(ctx, "attention/q");
   const ModelConfig& c = ctx.cfg;
-  qr.resize(S * static_cast<std::size_t>(c.q_lora_rank));
   kernels::linear(x, S, w.wq_a, qr, ctx.lin());
   kernels::rmsnorm(qr, w.q_norm, c.norm_eps, qr, S);
   const auto H = static_cast<std::size_t>(c.n_heads), D = static_cast<std::size_t>(c.head_dim);
-  q.resize(S * H * D);
   kernels::linear(qr, S, w.wq_b, q, ctx.lin());
   kernels::apply_rope(q, H, D, *w.rope, positions);
 }
 
-std::vector<float> project_window_kv(const ForwardContext& ctx, const LayerWeights& w,
-                                     std::span<const float> x, std::size_t S,
-                                     std::span<const std::int64_t> positions) {
+void project_window_kv(const ForwardContext& ctx, const LayerWeights& w, std::span<const float> x, std::size_t S,
+                       std::span<const std::int64_t> positions, std::span<float> kv) {
   OpTimer timer(ctx, "attention/kv");
   const ModelConfig& c = ctx.cfg;
   const auto D = static_cast<std::size_t>(c.head_dim);
-  std::vector<float> kv(S * D);
   kernels::linear(x, S, w.wkv, kv, ctx.lin());
   kernels::rmsnorm(kv, w.kv_norm, c.norm_eps, kv, S);
   kernels::apply_rope(kv, 1, D, *w.rope, positions);
   fp8_qdq_inplace(kv);
-  return kv;
 }
 
 void output_projection(const ForwardContext& ctx, const LayerWeights& w, std::span<const float> o,
@@ -240,7 +241,9 @@ void output_projection(const ForwardContext& ctx, const LayerWeights& w, std::sp
   const ModelConfig& c = ctx.cfg;
   const auto G = static_cast<std::size_t>(c.o_groups), R = static_cast<std::size_t>(c.o_lora_rank);
   const std::size_t in_g = w.wo_a.cols;  // (H / G) · D
-  std::vector<float> og(S * in_g), ug(S * R), u(S * G * R);
+  ScratchFrame frame;
+  const std::span<float> og = frame.zeros<float>(S * in_g), ug = frame.zeros<float>(S * R),
+                         u = frame.zeros<float>(S * G * R);
   auto lin = ctx.lin();
   lin.quantize_input = false;  // bf16 einsum on the (exactly) dequantized wo_a
   for (std::size_t g = 0; g < G; ++g) {
@@ -261,21 +264,24 @@ void output_projection(const ForwardContext& ctx, const LayerWeights& w, std::sp
 
 void attention_forward(const ForwardContext& ctx, const LayerWeights& w, SequenceState& seq,
                        Handoff& hand, std::span<const float> x, std::size_t S,
-                       std::int64_t start_pos, std::span<float> out, const std::string& tag) {
+                       std::int64_t start_pos, std::span<float> out, std::string_view tag) {
   const ModelConfig& c = ctx.cfg;
   const LayerRole& role = *w.role;
   const auto H = static_cast<std::size_t>(c.n_heads), D = static_cast<std::size_t>(c.head_dim);
   const auto W = static_cast<std::size_t>(c.window_size);
-  std::vector<std::int64_t> pos(S);
+  ScratchFrame frame;
+  const std::span<std::int64_t> pos = frame.uninit<std::int64_t>(S);
   for (std::size_t i = 0; i < S; ++i) pos[i] = start_pos + static_cast<std::int64_t>(i);
   LayerCache& cache = seq.layers[static_cast<std::size_t>(role.id)];
   const bool compact = ctx.opt.attn_slots == AttnSlots::kCompact;
 
-  std::vector<float> qr, q;
+  const std::span<float> qr = frame.zeros<float>(S * static_cast<std::size_t>(c.q_lora_rank)),
+                         q = frame.zeros<float>(S * H * D), kv = frame.zeros<float>(S * D);
   project_q(ctx, w, x, S, pos, qr, q);
-  const std::vector<float> kv = project_window_kv(ctx, w, x, S, pos);
-  WindowPart wp = compact ? window_compact(cache, kv, S, start_pos, W, D)
-                          : window_reference(cache, kv, S, start_pos, W, D);
+  project_window_kv(ctx, w, x, S, pos, kv);
+  thread_local WindowPart wp;  // its vectors keep their capacity from call to call
+  if (compact) window_compact(wp, cache, kv, S, start_pos, W, D);
+  else window_reference(wp, cache, kv, S, start_pos, W, D);
   const std::size_t offset = wp.rows.size() / D;
 
   // kv rows: the window rows, then the kv source's compressed rows [0, n_cmp).
@@ -294,10 +300,10 @@ void attention_forward(const ForwardContext& ctx, const LayerWeights& w, Sequenc
     if (!fast)
       rows.insert(rows.end(), seq.layers[src].cmp_kv.begin(),
                   seq.layers[src].cmp_kv.begin() + static_cast<std::ptrdiff_t>(n_c * D));
-    ctx.dump_i64(tag + "attn_cmp_pos", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(cw)}, sel->data());
+    ctx.dump_i64(tag, "attn_cmp_pos", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(cw)}, sel->data());
   }
   const std::size_t K = width + cw;
-  std::vector<std::int32_t> idx(S * K, -1);
+  const std::span<std::int32_t> idx = frame.filled<std::int32_t>(S * K, -1);
   for (std::size_t s = 0; s < S; ++s) {
     std::size_t n = 0;
     auto put = [&](std::int64_t v) {
@@ -315,9 +321,9 @@ void attention_forward(const ForwardContext& ctx, const LayerWeights& w, Sequenc
     std::vector<std::int64_t> sp(S * K, -1);
     for (std::size_t i = 0; i < S * K; ++i)
       if (idx[i] >= 0 && static_cast<std::size_t>(idx[i]) < offset) sp[i] = wp.rows_pos[static_cast<std::size_t>(idx[i])];
-    ctx.dump_i64(tag + "attn_slot_pos", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(K)}, sp.data());
+    ctx.dump_i64(tag, "attn_slot_pos", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(K)}, sp.data());
   }
-  std::vector<float> o(S * H * D);
+  const std::span<float> o = frame.zeros<float>(S * H * D);
   const float scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
   std::optional<OpTimer> core_timer(std::in_place, ctx, "attention/core");
   if (fast) {
@@ -328,15 +334,15 @@ void attention_forward(const ForwardContext& ctx, const LayerWeights& w, Sequenc
     // Queries are independent: split them over the pool (each query's arithmetic is unchanged).
     auto attend = [&](std::size_t s0, std::size_t s1) {
       const kernels::SparseAttnShape shape{s1 - s0, H, D, rows.size() / D, K};
-      kernels::sparse_attn(std::span<const float>(q).subspan(s0 * H * D, (s1 - s0) * H * D), rows,
-                           w.attn_sink, std::span<const std::int32_t>(idx).subspan(s0 * K, (s1 - s0) * K),
-                           scale, shape, std::span<float>(o).subspan(s0 * H * D, (s1 - s0) * H * D));
+      kernels::sparse_attn(q.subspan(s0 * H * D, (s1 - s0) * H * D), rows, w.attn_sink,
+                           std::span<const std::int32_t>(idx).subspan(s0 * K, (s1 - s0) * K), scale, shape,
+                           o.subspan(s0 * H * D, (s1 - s0) * H * D));
     };
     if (ctx.pool) ctx.pool->parallel_for(S, attend);
     else attend(0, S);
   }
   core_timer.reset();
-  ctx.dump_f32(tag + "attn_core", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(H), static_cast<std::int64_t>(D)}, o.data());
+  ctx.dump_f32(tag, "attn_core", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(H), static_cast<std::int64_t>(D)}, o.data());
   kernels::apply_rope(o, H, D, *w.rope, pos, /*inverse=*/true);
   output_projection(ctx, w, o, S, out);
 }

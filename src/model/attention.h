@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/forward_context.h"
@@ -19,36 +20,23 @@
 
 namespace dsv4 {
 
-// What the source layers publish during ONE call of one sequence, indexed by layer id (§6.6
-// made explicit: no globals; the reference's shared slots, one per kind, overwritten in layer
-// order, resolve to exactly these producers).
-struct Handoff {
-  explicit Handoff(std::size_t n_layers)
-      : ran(n_layers, 0), n_cmp(n_layers, 0), topk(n_layers), topk_k(n_layers, 0), cand(n_layers) {}
-  std::vector<std::uint8_t> ran;                 // the layer ran its compressed part this call
-  std::vector<std::size_t> n_cmp;                // rows [0, n_cmp) of its caches are valid
-  std::vector<std::vector<std::int64_t>> topk;   // [S, k] rows per query, −1 padding at the end
-  std::vector<std::size_t> topk_k;
-  std::vector<std::vector<std::uint8_t>> cand;   // [S, T] candidate positions (§6.8)
-};
-
 // §6.1 for one sequence: x [S, dim] = attn_norm's output; out [S, dim] (bf16 values).
 void attention_forward(const ForwardContext& ctx, const LayerWeights& w, SequenceState& seq,
                        Handoff& hand, std::span<const float> x, std::size_t S,
-                       std::int64_t start_pos, std::span<float> out, const std::string& tag);
+                       std::int64_t start_pos, std::span<float> out, std::string_view tag);
 
 // §6.1 step 7: o [S, H, D] → wo_b(flatten_g(bf16(o_g · wo_a_gᵀ))) → out [S, dim].
 void output_projection(const ForwardContext& ctx, const LayerWeights& w, std::span<const float> o,
                        std::size_t S, std::span<float> out);
 
 // The query and window-KV projections shared with DSpark (§6.1 step 2, §6.2 step 1):
-// qr = q_norm(wq_a(x)); q = rope(wq_b(qr)) [S, H, D]; kv = FP8-QDQ(rope(kv_norm(wkv(x)))).
+// qr = q_norm(wq_a(x)) [S, q_lora_rank]; q = rope(wq_b(qr)) [S, H, D];
+// kv = FP8-QDQ(rope(kv_norm(wkv(x)))) [S, D]. The caller sizes the outputs.
 void project_q(const ForwardContext& ctx, const LayerWeights& w, std::span<const float> x,
-               std::size_t S, std::span<const std::int64_t> positions, std::vector<float>& qr,
-               std::vector<float>& q);
-std::vector<float> project_window_kv(const ForwardContext& ctx, const LayerWeights& w,
-                                     std::span<const float> x, std::size_t S,
-                                     std::span<const std::int64_t> positions);
+               std::size_t S, std::span<const std::int64_t> positions, std::span<float> qr,
+               std::span<float> q);
+void project_window_kv(const ForwardContext& ctx, const LayerWeights& w, std::span<const float> x, std::size_t S,
+                       std::span<const std::int64_t> positions, std::span<float> kv);
 // Writes rows [S, D] for positions into the ring (only the last W matter).
 void ring_write(LayerCache& cache, std::span<const float> kv, std::span<const std::int64_t> positions,
                 std::size_t W, std::size_t D);

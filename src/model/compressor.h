@@ -28,7 +28,8 @@ struct CompressorOutput {
 //   completed group and per dimension w = softmax over its r tokens of sc (one double
 //   evaluation, rounded once), pooled = exact Σ_tokens fp32(kv·w) rounded once (the reference's
 //   `(kv * w).sum(dim)`), latent = norm(bf16(pooled)).
-CompressorOutput compress(const ForwardContext& ctx, const LayerWeights& w, LayerCache& cache,
-                          std::span<const float> x, std::size_t S, std::int64_t start_pos);
+// `out` is overwritten (its buffer is reused from call to call).
+void compress(const ForwardContext& ctx, const LayerWeights& w, LayerCache& cache, std::span<const float> x,
+              std::size_t S, std::int64_t start_pos, CompressorOutput& out);
 
 }  // namespace dsv4

@@ -32,11 +32,13 @@ void dspark_attention(const ForwardContext& ctx, const LayerWeights& w, LayerCac
   const auto W = static_cast<std::size_t>(c.window_size);
   std::vector<std::int64_t> P(B);
   for (std::size_t i = 0; i < B; ++i) P[i] = start_pos + 1 + static_cast<std::int64_t>(i);
-  std::vector<float> qr, q;
+  std::vector<float> qr(B * static_cast<std::size_t>(c.q_lora_rank)), q(B * H * D);
   project_q(ctx, w, x, B, P, qr, q);
-  const std::vector<float> kv_d = project_window_kv(ctx, w, x, B, P);
+  std::vector<float> kv_d(B * D);
+  project_window_kv(ctx, w, x, B, P, kv_d);
   const std::int64_t mpos[1] = {start_pos};
-  const std::vector<float> mkv = project_window_kv(ctx, w, main_x, 1, mpos);
+  std::vector<float> mkv(D);
+  project_window_kv(ctx, w, main_x, 1, mpos, mkv);
   ring_write(ring, mkv, mpos, W, D);
   std::vector<float> rows = ring.win_kv;
   rows.insert(rows.end(), kv_d.begin(), kv_d.end());
@@ -84,7 +86,9 @@ SpecOutput Model::forward_spec(SequenceState& seq, std::int64_t input_id, std::i
   ctx.dump_f32("dspark.main_x", {static_cast<std::int64_t>(Sm), static_cast<std::int64_t>(dim)}, main_x.data());
   std::vector<std::int64_t> ids(B, c.dspark_noise_token_id);
   ids[0] = input_id;
-  std::vector<float> X = embed(ids);
+  std::vector<float> X_buf(B * hc * dim), X_alt_buf(B * hc * dim);
+  std::span<float> X = X_buf, X_alt = X_alt_buf;
+  embed(ids, X);
   std::vector<float> pre(B * hc, 0.0f);
   for (std::size_t t = 0; t < B; ++t) pre[t * hc] = 1.0f;
   const auto W = static_cast<std::size_t>(c.window_size), D = static_cast<std::size_t>(c.head_dim);
@@ -94,14 +98,16 @@ SpecOutput Model::forward_spec(SequenceState& seq, std::int64_t input_id, std::i
     if (start_pos == 0) {  // §9.2: only seed the ring from the prefill's hiddens
       std::vector<std::int64_t> pos(Sm);
       for (std::size_t i = 0; i < Sm; ++i) pos[i] = static_cast<std::int64_t>(i);
-      const auto mkv = project_window_kv(ctx, w, main_x, Sm, pos);
+      std::vector<float> mkv(Sm * D);
+      project_window_kv(ctx, w, main_x, Sm, pos, mkv);
       ring_write(ring, mkv, pos, W, D);
       continue;
     }
     auto attn = [&](std::span<const float> a_in, std::span<float> a_out) {
       dspark_attention(ctx, w, ring, a_in, B, start_pos, main_x, a_out);
     };
-    block(ctx, w, B, X, pre, {}, attn, fmt::format("D{}.", s));
+    const std::string tag = fmt::format("D{}.", s);
+    block(ctx, w, B, X, X_alt, pre, {}, attn, tag);
   }
   if (start_pos == 0) return {};
 

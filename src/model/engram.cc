@@ -13,6 +13,7 @@
 #include "numeric/e4m3.h"
 #include "numeric/e8m0.h"
 #include "util/error.h"
+#include "util/scratch_arena.h"
 
 namespace dsv4 {
 
@@ -48,11 +49,12 @@ void EngramHasher::hash(std::vector<std::int64_t>& history, std::span<const std:
   if (out.size() != S * layers() * cols_) fail("Engram hash: output has {} entries, expected {}", out.size(), S * layers() * cols_);
   // Step 1: compressed ids (DEAD for image tokens), written into the history first so that
   // every lookup below sees the call's own earlier tokens.
-  std::vector<std::int64_t> c(S);
+  ScratchFrame frame;
+  const std::span<std::int64_t> c = frame.uninit<std::int64_t>(S);
   for (std::size_t i = 0; i < S; ++i) c[i] = (mask.empty() || mask[i]) ? map_.lookup(ids[i]) : -1;
   history.resize(static_cast<std::size_t>(start_pos));
   history.insert(history.end(), c.begin(), c.end());
-  std::vector<std::int64_t> tok(max_ngram_);
+  const std::span<std::int64_t> tok = frame.zeros<std::int64_t>(max_ngram_);
   for (std::size_t i = 0; i < S; ++i) {
     const std::int64_t p = start_pos + static_cast<std::int64_t>(i);
     // Step 2: shifted tokens with cumulative blocking (a position before 0 or a DEAD token
@@ -84,7 +86,7 @@ namespace {
 using kernels::mul32;
 
 // The fp32 rounding of the exact mean of exact float64 terms (strict.smean).
-float mean_exact(const std::vector<double>& t) { return kernels::exact_mean_f32(t); }
+float mean_exact(std::span<const double> t) { return kernels::exact_mean_f32(t); }
 
 }  // namespace
 
@@ -98,7 +100,8 @@ void engram_forward(std::span<const float> x, std::span<const std::int64_t> hash
   if (x.size() != S * hc * dim || out.size() != x.size() || hashes.size() != S * cols)
     fail("engram_forward: shapes do not match {} tokens", S);
   // Step 1: E = bf16(e4m3 · e8m0) of the 24 rows, flattened in column order.
-  std::vector<float> E(S * cols * hd);
+  ScratchFrame frame;
+  const std::span<float> E = frame.uninit<float>(S * cols * hd);
   const std::size_t nsc = hd / 32;
   for (std::size_t i = 0; i < S * cols; ++i) {
     const std::int64_t row = hashes[i];
@@ -111,11 +114,11 @@ void engram_forward(std::span<const float> x, std::span<const std::int64_t> hash
                                                     static_cast<double>(e8m0_to_f32(s[k / 32]))));
   }
   // Step 2: kv = wkv(E) (FP8 linear) → key [hc, dim] per token (copy-major), value [dim].
-  std::vector<float> kv(S * (hc + 1) * dim);
+  const std::span<float> kv = frame.zeros<float>(S * (hc + 1) * dim);
   kernels::linear(E, S, w.wkv, kv, lin);
   const float eps = 1e-20f;
   const float scale = static_cast<float>(std::pow(static_cast<double>(dim), -0.5));
-  std::vector<double> terms(dim);
+  const std::span<double> terms = frame.zeros<double>(dim);
   for (std::size_t t = 0; t < S; ++t) {
     const float* key0 = kv.data() + t * (hc + 1) * dim;
     const float* value = key0 + hc * dim;

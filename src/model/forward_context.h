@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/config.h"
@@ -50,9 +52,16 @@ struct ForwardContext {
     o.pool = pool;
     return o;
   }
-  void dump_f32(const std::string& name, std::vector<std::int64_t> shape, const float* p) const;
-  void dump_i64(const std::string& name, std::vector<std::int64_t> shape, const std::int64_t* p) const;
-  void dump_b8(const std::string& name, std::vector<std::int64_t> shape, const std::uint8_t* p) const;
+  // Records tag + name (e.g. "L3." + "attn_in") when dumping; allocation-free otherwise.
+  void dump_f32(std::string_view tag, std::string_view name, std::initializer_list<std::int64_t> shape,
+                const float* p) const;
+  void dump_i64(std::string_view tag, std::string_view name, std::initializer_list<std::int64_t> shape,
+                const std::int64_t* p) const;
+  void dump_b8(std::string_view tag, std::string_view name, std::initializer_list<std::int64_t> shape,
+               const std::uint8_t* p) const;
+  void dump_f32(std::string_view name, std::initializer_list<std::int64_t> shape, const float* p) const {
+    dump_f32({}, name, shape, p);
+  }
 };
 
 // Adds the time until its destruction to ctx.profile[name] (nothing without a profile).

@@ -26,6 +26,7 @@
 #include "model/model_weights.h"
 #include "model/sequence_state.h"
 #include "text/engram_token_map.h"
+#include "util/function_ref.h"
 #include "util/thread_pool.h"
 
 namespace dsv4 {
@@ -88,6 +89,12 @@ class Model {
                                           std::vector<double>& rel_err);
   // A batch: each item continues its own sequence; returns each item's logits.
   std::vector<std::vector<float>> forward_batch(std::span<const BatchItem> items);
+  // The same, writing the logits into `logits` (logit_rows(items) × vocab, item after item):
+  // the decode loop's form. After a first call of the same shape it makes no heap allocation
+  // (temporaries come from the threads' scratch arenas, util/scratch_arena.h).
+  void forward_batch_into(std::span<const BatchItem> items, std::span<float> logits);
+  // Rows of logits a call returns: S per item, or 1 for an item asking for the last row only.
+  static std::size_t logit_rows(std::span<const BatchItem> items);
 
   // DSpark (spec §9): after a main call, input_id = the token just chosen, using the sequence's
   // captured hiddens (seq.main_hidden). At start_pos 0 it seeds the stages' rings and returns an
@@ -98,15 +105,21 @@ class Model {
  private:
   Model() = default;
   void check_call(const SequenceState& seq, std::span<const std::int64_t> ids) const;
-  std::vector<std::vector<float>> run(std::span<const BatchItem> items, Dump* dump,
-                                      std::vector<double>* rel_err = nullptr);
+  // The forward pass; logits (logit_rows(items) × vocab) receives the logits.
+  void run(std::span<const BatchItem> items, Dump* dump, std::vector<double>* rel_err,
+           std::span<float> logits);
+  std::vector<std::vector<float>> run_split(std::span<const BatchItem> items, Dump* dump,
+                                            std::vector<double>* rel_err = nullptr);
   // §5.4 on X [N, hc, dim] with the delayed pre-mix `pre` [N, hc] (replaced by this block's FFN
-  // pre); attn(a_in, a_out) runs the attention sublayer on the N rows.
-  using AttnFn = std::function<void(std::span<const float>, std::span<float>)>;
-  void block(const ForwardContext& ctx, const LayerWeights& w, std::size_t N, std::vector<float>& X,
-             std::vector<float>& pre, std::span<const std::uint8_t> image, const AttnFn& attn,
-             const std::string& tag) const;
-  std::vector<float> embed(std::span<const std::int64_t> ids) const;
+  // pre); attn(a_in, a_out) runs the attention sublayer on the N rows. X and X_alt are the
+  // caller's two residual buffers: the post-mixes write the other one and swap the spans, so
+  // on return X names the block's output (either buffer).
+  using AttnFn = FunctionRef<void(std::span<const float>, std::span<float>)>;
+  void block(const ForwardContext& ctx, const LayerWeights& w, std::size_t N, std::span<float>& X,
+             std::span<float>& X_alt, std::span<float> pre, std::span<const std::uint8_t> image,
+             AttnFn attn, std::string_view tag) const;
+  // §4 steps 3 and 5: bf16 embedding rows copied to the hc copies, X [S, hc, dim].
+  void embed(std::span<const std::int64_t> ids, std::span<float> X) const;
 
   std::unique_ptr<ModelWeights> weights_;
   ModelOptions opts_;
@@ -118,6 +131,8 @@ class Model {
   std::unique_ptr<EngramHasher> hasher_;
   std::unique_ptr<ThreadPool> pool_;
   OpProfile* profile_ = nullptr;
+  std::span<const BF16> final_norm_;  // norm.weight
+  kernels::WeightRef head_;           // head.weight
 };
 
 }  // namespace dsv4

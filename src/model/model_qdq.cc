@@ -7,19 +7,21 @@
 
 #include "numeric/qdq.h"
 #include "util/error.h"
+#include "util/scratch_arena.h"
 
 namespace dsv4 {
 namespace {
 
 template <typename Fn>
 void via_bf16(std::span<float> x, Fn fn) {
-  std::vector<BF16> b(x.size());
+  ScratchFrame frame;
+  const std::span<BF16> b = frame.uninit<BF16>(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) {
     const auto u = std::bit_cast<std::uint32_t>(x[i]);
     if ((u & 0xFFFFu) != 0) fail("QDQ: element {} ({}) is not a bf16 value", i, x[i]);
     b[i] = BF16{static_cast<std::uint16_t>(u >> 16)};
   }
-  fn(std::span<BF16>(b));
+  fn(b);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = bf16_to_f32(b[i]);
 }
 

@@ -9,6 +9,7 @@
 #include "kernels/transcendental.h"
 #include "numeric/bf16.h"
 #include "util/error.h"
+#include "util/scratch_arena.h"
 
 namespace dsv4 {
 namespace {
@@ -19,7 +20,8 @@ using kernels::mul32;
 void expert(const ForwardContext& ctx, const ExpertWeights& e, std::span<const float> x,
             std::size_t m, std::span<const float> weight, std::span<float> out) {
   const std::size_t inter = e.w1.rows;
-  std::vector<float> g(m * inter), u(m * inter);
+  ScratchFrame frame;
+  const std::span<float> g = frame.zeros<float>(m * inter), u = frame.zeros<float>(m * inter);
   kernels::linear(x, m, e.w1, g, ctx.lin());
   kernels::linear(x, m, e.w3, u, ctx.lin());
   const auto lim = static_cast<float>(ctx.cfg.swiglu_limit);
@@ -48,13 +50,14 @@ void moe_forward(const ForwardContext& ctx, const LayerWeights& w, std::span<con
   const auto dim = static_cast<std::size_t>(c.dim);
   const std::size_t E = w.experts.size();
   const auto k = static_cast<std::size_t>(w.role->is_mtp ? c.dspark_n_activated_experts : c.n_activated_experts);
+  ScratchFrame frame;
   // Gate (§7.1).
-  std::vector<float> s(N * E);
+  const std::span<float> s = frame.zeros<float>(N * E);
   auto lin = ctx.lin();
   lin.f32_output = true;
   kernels::linear(x, N, w.gate, s, lin);
   const auto temp = static_cast<float>(c.gate_temp);
-  std::vector<float> biased(N * E);
+  const std::span<float> biased = frame.zeros<float>(N * E);
   for (std::size_t t = 0; t < N; ++t) {
     const bool img = !image.empty() && image[t];
     const std::vector<float>& b = img ? w.gate_bias_vl : w.gate_bias;
@@ -64,9 +67,9 @@ void moe_forward(const ForwardContext& ctx, const LayerWeights& w, std::span<con
       biased[t * E + e] = v + b[e];
     }
   }
-  std::vector<std::int64_t> idx(N * k);
+  const std::span<std::int64_t> idx = frame.zeros<std::int64_t>(N * k);
   kernels::topk_lowest_index(biased, N, E, k, idx);
-  std::vector<float> wts(N * k);
+  const std::span<float> wts = frame.zeros<float>(N * k);
   const auto route = static_cast<float>(c.route_scale);
   for (std::size_t t = 0; t < N; ++t) {
     for (std::size_t j = 0; j < k; ++j) wts[t * k + j] = s[t * E + static_cast<std::size_t>(idx[t * k + j])];
@@ -78,33 +81,36 @@ void moe_forward(const ForwardContext& ctx, const LayerWeights& w, std::span<con
     for (std::size_t j = 0; j < k; ++j) wts[t * k + j] = mul32(wts[t * k + j], route);
   }
   // Routed experts in increasing index, tokens grouped per expert.
-  std::vector<float> y(N * dim, 0.0f);
-  std::vector<float> xe, we, oe;
+  const std::span<float> y = frame.zeros<float>(N * dim);
+  // An expert is chosen at most once per token (top-k of distinct indices), so N rows hold any
+  // expert's tokens.
+  const std::span<float> xe = frame.uninit<float>(N * dim), we = frame.uninit<float>(N), oe = frame.uninit<float>(N * dim);
+  const std::span<std::size_t> toks = frame.uninit<std::size_t>(N);
   for (std::size_t e = 0; e < E; ++e) {
-    std::vector<std::size_t> toks;
-    xe.clear();
-    we.clear();
+    std::size_t n = 0;
     for (std::size_t t = 0; t < N; ++t)
       for (std::size_t j = 0; j < k; ++j)
         if (static_cast<std::size_t>(idx[t * k + j]) == e) {
-          toks.push_back(t);
-          xe.insert(xe.end(), x.begin() + static_cast<std::ptrdiff_t>(t * dim), x.begin() + static_cast<std::ptrdiff_t>((t + 1) * dim));
-          we.push_back(wts[t * k + j]);
+          if (n == N) fail("moe: expert {} chosen twice for one token", e);
+          toks[n] = t;
+          std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(t * dim), dim, xe.begin() + static_cast<std::ptrdiff_t>(n * dim));
+          we[n] = wts[t * k + j];
+          ++n;
         }
-    if (toks.empty()) continue;
-    oe.assign(toks.size() * dim, 0.0f);
-    expert(ctx, w.experts[e], xe, toks.size(), we, oe);
-    for (std::size_t i = 0; i < toks.size(); ++i)
+    if (n == 0) continue;
+    std::fill_n(oe.begin(), n * dim, 0.0f);
+    expert(ctx, w.experts[e], xe.first(n * dim), n, we.first(n), oe.first(n * dim));
+    for (std::size_t i = 0; i < n; ++i)
       for (std::size_t d = 0; d < dim; ++d) y[toks[i] * dim + d] += oe[i * dim + d];
   }
   if (w.shared) {
-    std::vector<float> sh(N * dim);
+    const std::span<float> sh = frame.zeros<float>(N * dim);
     expert(ctx, *w.shared, x, N, {}, sh);
     for (std::size_t i = 0; i < N * dim; ++i) y[i] += sh[i];
   }
   for (std::size_t i = 0; i < N * dim; ++i) out[i] = round_bf16(y[i]);
-  if (idx_out) *idx_out = idx;
-  if (wts_out) *wts_out = wts;
+  if (idx_out) idx_out->assign(idx.begin(), idx.end());
+  if (wts_out) wts_out->assign(wts.begin(), wts.end());
 }
 
 }  // namespace dsv4

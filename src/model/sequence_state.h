@@ -24,6 +24,28 @@ struct LayerCache {
   std::vector<float> score_state;   // [r, head_dim] fp32: its gate scores (init −inf)
 };
 
+// What the source layers publish during ONE call of one sequence, indexed by layer id (§6.6
+// made explicit: no globals; the reference's shared slots, one per kind, overwritten in layer
+// order, resolve to exactly these producers). It lives in the sequence so that its vectors keep
+// their capacity from one decode step to the next.
+struct Handoff {
+  // Forgets the previous call's contents, keeping the buffers.
+  void reset(std::size_t n_layers) {
+    ran.assign(n_layers, 0);
+    n_cmp.assign(n_layers, 0);
+    topk_k.assign(n_layers, 0);
+    topk.resize(n_layers);
+    cand.resize(n_layers);
+    for (auto& t : topk) t.clear();
+    for (auto& m : cand) m.clear();
+  }
+  std::vector<std::uint8_t> ran;                 // the layer ran its compressed part this call
+  std::vector<std::size_t> n_cmp;                // rows [0, n_cmp) of its caches are valid
+  std::vector<std::vector<std::int64_t>> topk;   // [S, k] rows per query, −1 padding at the end
+  std::vector<std::size_t> topk_k;
+  std::vector<std::vector<std::uint8_t>> cand;   // [S, T] candidate positions (§6.8)
+};
+
 class SequenceState {
  public:
   SequenceState(const ModelConfig& c, const std::vector<LayerRole>& roles, std::size_t max_len);
@@ -43,6 +65,8 @@ class SequenceState {
   // The DSpark target hiddens of the last call: [rows, n_targets · dim] bf16 values.
   std::vector<float> main_hidden;
   std::size_t main_hidden_rows = 0;
+  // The current call's hand-offs between layers (reset at the start of every call).
+  Handoff handoff;
   void advance(std::size_t n) { pos_ += static_cast<std::int64_t>(n); }
 
  private:

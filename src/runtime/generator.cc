@@ -125,8 +125,9 @@ GenerationResult Generator::generate(SequenceState& seq, std::span<const std::in
       break;
     }
     const std::int64_t id = t.id;
-    std::vector<float> lg = model_.forward(seq, std::span<const std::int64_t>(&id, 1));
-    last.swap(lg);
+    // The step writes into `last` (the model allocates nothing in steady state; see model.h).
+    const BatchItem item{&seq, std::span<const std::int64_t>(&id, 1)};
+    model_.forward_batch_into({&item, 1}, last);
     r.has_pending = false;
   }
   r.timings.generated_tokens = r.ids.size();

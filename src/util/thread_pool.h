@@ -22,6 +22,8 @@
 #include <thread>
 #include <vector>
 
+#include "util/function_ref.h"
+
 namespace dsv4 {
 
 class ThreadPool {
@@ -34,7 +36,8 @@ class ThreadPool {
 
   std::size_t threads() const { return workers_.size() + 1; }
 
-  using RangeFn = std::function<void(std::size_t begin, std::size_t end)>;
+  // A reference to the caller's callable (no copy, no allocation: parallel_for runs in the decode loop).
+  using RangeFn = FunctionRef<void(std::size_t begin, std::size_t end)>;
   // Runs fn over [0, n) split as described above; rethrows the first exception a range threw
   // (after every range has finished).
   void parallel_for(std::size_t n, const RangeFn& fn);
