@@ -13,6 +13,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <random>
 #include <vector>
@@ -21,6 +22,8 @@
 #include "kernels/linear.h"
 #include "kernels/machine_probe.h"
 #include "numeric/bf16.h"
+#include "numeric/e2m1.h"
+#include "numeric/e4m3.h"
 
 namespace {
 
@@ -45,11 +48,37 @@ Weight make(WeightFormat f, std::size_t n, std::size_t k) {
     w.bytes = n * k * 2;
     return w;
   }
+  // Codes as a checkpoint holds them: Gaussian weights quantized per scale block with the
+  // smallest power-of-two scale that fits the block's largest magnitude (E4M3: 448, E2M1: 6), so
+  // they have the real mix of exponents, zeros and subnormals, which uniformly random bytes do not
+  // (a quarter of those would be E4M3 zero/subnormal codes, and a kernel may treat those apart).
   const bool fp8 = f == WeightFormat::kFP8;
+  const std::size_t group_rows = fp8 ? 32 : 1, groups = (n + group_rows - 1) / group_rows, kb = k / 32;
+  std::normal_distribution<float> d(0.0f, 0.02f);
+  std::vector<float> v(n * k);
+  for (auto& x : v) x = d(g);
   w.codes.resize(fp8 ? n * k : n * k / 2);
-  for (auto& c : w.codes) c = static_cast<std::uint8_t>(g() & (fp8 ? 0xF7u : 0xFFu));
-  w.scale.resize((fp8 ? (n + 31) / 32 : n) * (k / 32));
-  for (auto& s : w.scale) s = static_cast<std::uint8_t>(115 + g() % 8);
+  w.scale.resize(groups * kb);
+  for (std::size_t q = 0; q < groups; ++q)
+    for (std::size_t b = 0; b < kb; ++b) {
+      const std::size_t r0 = q * group_rows, r1 = std::min(n, r0 + group_rows);
+      float amax = 0;
+      for (std::size_t r = r0; r < r1; ++r)
+        for (std::size_t c = 32 * b; c < 32 * b + 32; ++c) amax = std::max(amax, std::fabs(v[r * k + c]));
+      const int e = static_cast<int>(std::ceil(std::log2(std::max(amax, 1e-30f) / (fp8 ? 448.0f : 6.0f))));
+      w.scale[q * kb + b] = static_cast<std::uint8_t>(127 + e);
+      const float inv = std::ldexp(1.0f, -e);
+      for (std::size_t r = r0; r < r1; ++r)
+        for (std::size_t c = 32 * b; c < 32 * b + 32; c += 2) {
+          const float x0 = v[r * k + c] * inv, x1 = v[r * k + c + 1] * inv;
+          if (fp8) {
+            w.codes[r * k + c] = e4m3_from_f32(x0);
+            w.codes[r * k + c + 1] = e4m3_from_f32(x1);
+          } else {
+            w.codes[(r * k + c) / 2] = e2m1_pack(e2m1_from_f32(x0), e2m1_from_f32(x1));
+          }
+        }
+    }
   w.ref = fp8 ? WeightRef::fp8(w.codes, w.scale, n, k) : WeightRef::fp4(w.codes, w.scale, n, k);
   w.bytes = w.codes.size() + w.scale.size();
   return w;

@@ -17,6 +17,7 @@
 #include "numeric/qdq.h"
 #include "util/cpu_features.h"
 #include "util/error.h"
+#include "util/thread_pool.h"
 
 namespace dsv4::kernels {
 
@@ -193,30 +194,35 @@ void fast_weight_row(const WeightRef& w, std::size_t j, std::uint16_t* dst, std:
   }
 }
 
-void quantized_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16Acts& out) {
+void quantized_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16Acts& out, ThreadPool* pool) {
   if (k % kBlock != 0) fail("quantized_acts: K = {} is not a multiple of {}", k, kBlock);
   if (x.size() != m * k) fail("quantized_acts: {} elements, expected {}x{}", x.size(), m, k);
   out.m = m;
   out.k = k;
   out.k32 = k;
   out.bits.resize(m * k);
-  thread_local std::vector<BF16> xb;
-  thread_local std::vector<std::uint8_t> q, s;
-  xb.resize(k);
-  q.resize(k);
-  s.resize(k / kBlock);
-  for (std::size_t i = 0; i < m; ++i) {
-    const float* xi = x.data() + i * k;
-    for (std::size_t c = 0; c < k; ++c) {
-      const std::uint32_t u = std::bit_cast<std::uint32_t>(xi[c]);
-      if ((u & 0xFFFFu) != 0) fail("linear: FP8/FP4 input element {} ({}) is not a bf16 value", c, xi[c]);
-      xb[c] = BF16{static_cast<std::uint16_t>(u >> 16)};
+  // Rows are independent: split over the pool (each thread has its own buffers), same bits.
+  auto rows = [&](std::size_t i0, std::size_t i1) {
+    thread_local std::vector<BF16> xb;
+    thread_local std::vector<std::uint8_t> q, s;
+    xb.resize(k);
+    q.resize(k);
+    s.resize(k / kBlock);
+    for (std::size_t i = i0; i < i1; ++i) {
+      const float* xi = x.data() + i * k;
+      for (std::size_t c = 0; c < k; ++c) {
+        const std::uint32_t u = std::bit_cast<std::uint32_t>(xi[c]);
+        if ((u & 0xFFFFu) != 0) fail("linear: FP8/FP4 input row {} element {} ({}) is not a bf16 value", i, c, xi[c]);
+        xb[c] = BF16{static_cast<std::uint16_t>(u >> 16)};
+      }
+      act_quant(xb, q, s);
+      std::uint16_t* o = out.bits.data() + i * k;
+      for (std::size_t c = 0; c < k; ++c)
+        o[c] = flush(bits_of(e4m3_to_f32(q[c]) * e8m0_to_f32(s[c / kBlock])));
     }
-    act_quant(xb, q, s);
-    std::uint16_t* o = out.bits.data() + i * k;
-    for (std::size_t c = 0; c < k; ++c)
-      o[c] = flush(bits_of(e4m3_to_f32(q[c]) * e8m0_to_f32(s[c / kBlock])));
-  }
+  };
+  if (pool != nullptr && m > 1) pool->parallel_for(m, rows);
+  else rows(0, m);
 }
 
 bool bf16_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16Acts& out) {

@@ -62,7 +62,9 @@ struct Bf16Acts {
 
 // act_quant (§2.3) of each bf16-valued row, kept as the exact dequantized values q·s in bf16.
 // Throws dsv4::Error when an element is not a bf16 value or K % 32 != 0.
-void quantized_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16Acts& out);
+// Rows are split over `pool` when one is given (the same bits).
+void quantized_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16Acts& out,
+                    ThreadPool* pool = nullptr);
 // The rows as they are (each element must be a bf16 value; returns false, leaving `out`
 // unspecified, when one is not).
 bool bf16_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16Acts& out);

@@ -164,7 +164,7 @@ bool fast_linear(std::span<const float> x, std::size_t m, const WeightRef& w, st
     if (w.cols % kBlock != 0)
       fail("linear: {} weight needs K % {} == 0 for act_quant, got K = {}", weight_format_name(w.format),
            kBlock, w.cols);
-    quantized_acts(x, m, w.cols, acts);
+    quantized_acts(x, m, w.cols, acts, opt.pool);
   } else if (!bf16_acts(x, m, w.cols, acts)) {
     return false;
   }
