@@ -194,7 +194,9 @@ void fast_weight_row(const WeightRef& w, std::size_t j, std::uint16_t* dst, std:
   }
 }
 
-void quantized_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16Acts& out, ThreadPool* pool) {
+void quantized_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16Acts& out, ThreadPool* pool,
+                    Isa isa) {
+  if (!isa_supported(isa)) fail("quantized_acts: this CPU cannot run the {} path", isa_name(isa));
   if (k % kBlock != 0) fail("quantized_acts: K = {} is not a multiple of {}", k, kBlock);
   if (x.size() != m * k) fail("quantized_acts: {} elements, expected {}x{}", x.size(), m, k);
   out.m = m;
@@ -210,13 +212,14 @@ void quantized_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16
     s.resize(k / kBlock);
     for (std::size_t i = i0; i < i1; ++i) {
       const float* xi = x.data() + i * k;
+      std::uint16_t* o = out.bits.data() + i * k;
+      if (isa == Isa::kAvx512Bf16 && quantize_row_avx512(xi, k, o)) continue;
       for (std::size_t c = 0; c < k; ++c) {
         const std::uint32_t u = std::bit_cast<std::uint32_t>(xi[c]);
         if ((u & 0xFFFFu) != 0) fail("linear: FP8/FP4 input row {} element {} ({}) is not a bf16 value", i, c, xi[c]);
         xb[c] = BF16{static_cast<std::uint16_t>(u >> 16)};
       }
       act_quant(xb, q, s);
-      std::uint16_t* o = out.bits.data() + i * k;
       for (std::size_t c = 0; c < k; ++c)
         o[c] = flush(bits_of(e4m3_to_f32(q[c]) * e8m0_to_f32(s[c / kBlock])));
     }

@@ -62,9 +62,10 @@ struct Bf16Acts {
 
 // act_quant (§2.3) of each bf16-valued row, kept as the exact dequantized values q·s in bf16.
 // Throws dsv4::Error when an element is not a bf16 value or K % 32 != 0.
-// Rows are split over `pool` when one is given (the same bits).
+// Rows are split over `pool` when one is given; the AVX-512 path quantizes 32 elements at a time
+// (rows with inf/NaN take the scalar loop). Every path and split gives the same bits.
 void quantized_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16Acts& out,
-                    ThreadPool* pool = nullptr);
+                    ThreadPool* pool = nullptr, Isa isa = best_isa());
 // The rows as they are (each element must be a bf16 value; returns false, leaving `out`
 // unspecified, when one is not).
 bool bf16_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16Acts& out);

@@ -10,6 +10,7 @@
 //     buffer (L2-resident), then 6 × 4 register tiles of activation rows × weight rows run over
 //     it, reading each weight byte from memory once per call.
 #include "kernels/bf16_gemm_isa.h"
+#include "numeric/qdq.h"
 #include "util/cpu_features.h"
 
 #if defined(__AVX512BF16__)
@@ -552,6 +553,47 @@ void run_bf16(const Bf16Acts& a, const WeightRef& w, std::size_t j0, std::size_t
 
 }  // namespace
 
+// act_quant of one row straight to the dequantized bf16 bits (quantized_acts' scalar loop, 32
+// elements at a time). Per block: amax and the power-of-two scale s as act_quant computes them
+// (fp8_act_scale), v = clamp(x · (1/s), ±448) — x/s exactly, 1/s being a normal power of two —
+// then v rounded to the E4M3 grid by adding and subtracting C = 1.5 · 2^23 · Q, where Q is v's
+// E4M3 quantum (2^(exponent − 3), at least 2^−9 for the subnormal range): the sum lies in
+// [2^23 Q, 2^24 Q), whose ulp is Q, so the addition is the round-to-nearest-even of E4M3 and
+// the subtraction is exact (the clamp never binds by more than E4M3's rounding absorbs, since
+// s ≥ amax/448 up to an fp32 rounding; it is act_quant's step all the same). The result takes v's sign (a negative value rounding to zero is the
+// −0 code), and r · s is exact with at most 4 significant bits, so its top 16 bits are its bf16.
+// Returns false, having written nothing it has not verified, when an element is not a
+// bf16 value or a block holds inf/NaN: the caller takes the scalar path, with its error message
+// or its NaN codes.
+bool quantize_row_avx512(const float* x, std::size_t k, std::uint16_t* out) {
+  const __m512i low16 = _mm512_set1_epi32(0xFFFF), exp_mask = _mm512_set1_epi32(0x7F800000),
+                sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+  const __m512 hi = _mm512_set1_ps(448.0f), lo = _mm512_set1_ps(-448.0f);
+  for (std::size_t c = 0; c < k; c += kBlock) {
+    __m512i u[2];
+    for (int j = 0; j < 2; ++j) {
+      u[j] = _mm512_loadu_si512(x + c + 16 * j);
+      if (_mm512_test_epi32_mask(u[j], low16) != 0) return false;
+      if (_mm512_cmpeq_epi32_mask(_mm512_and_si512(u[j], exp_mask), exp_mask) != 0) return false;
+    }
+    const __m512 mag = _mm512_max_ps(_mm512_abs_ps(_mm512_castsi512_ps(u[0])), _mm512_abs_ps(_mm512_castsi512_ps(u[1])));
+    const float s = fp8_act_scale(_mm512_reduce_max_ps(mag));
+    const __m512 inv = _mm512_set1_ps(1.0f / s), sv = _mm512_set1_ps(s);
+    for (int j = 0; j < 2; ++j) {
+      const __m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(_mm512_castsi512_ps(u[j]), inv), lo), hi);
+      const __m512i vb = _mm512_castps_si512(v);
+      const __m512i e = _mm512_max_epu32(_mm512_srli_epi32(_mm512_and_si512(vb, exp_mask), 23), _mm512_set1_epi32(121));
+      const __m512 C = _mm512_castsi512_ps(_mm512_or_si512(_mm512_slli_epi32(_mm512_add_epi32(e, _mm512_set1_epi32(20)), 23),
+                                                           _mm512_set1_epi32(0x400000)));
+      const __m512 r = _mm512_castsi512_ps(
+          _mm512_or_si512(_mm512_castps_si512(_mm512_sub_ps(_mm512_add_ps(v, C), C)), _mm512_and_si512(vb, sign)));
+      const __m512i b = _mm512_srli_epi32(_mm512_castps_si512(_mm512_mul_ps(r, sv)), 16);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c + 16 * j), _mm512_cvtepi32_epi16(b));
+    }
+  }
+  return true;
+}
+
 void gemm_rows_avx512(const Bf16Acts& a, const WeightRef& w, std::size_t j0, std::size_t j1,
                       float* out, std::size_t ldo) {
   if (a.m == 0 || j0 == j1) return;  // (the tiles below assume at least one row each way)
@@ -574,5 +616,6 @@ namespace dsv4::kernels::bf16_detail {
 void gemm_rows_avx512(const Bf16Acts&, const WeightRef&, std::size_t, std::size_t, float*, std::size_t) {
   fail("bf16_gemm: this build has no gemm_rows_avx512 path");
 }
+bool quantize_row_avx512(const float*, std::size_t, std::uint16_t*) { return false; }
 }  // namespace dsv4::kernels::bf16_detail
 #endif

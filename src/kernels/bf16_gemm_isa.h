@@ -39,6 +39,11 @@ void gemm_rows_avx2(const Bf16Acts& a, const WeightRef& w, std::size_t j0, std::
 void gemm_rows_avx512(const Bf16Acts& a, const WeightRef& w, std::size_t j0, std::size_t j1,
                       float* out, std::size_t ldo);
 
+// act_quant of one bf16-valued row of k (a multiple of 32) fp32 values to the dequantized bf16
+// bits quantized_acts keeps; false (the scalar path must run) for a non-bf16 element or a block
+// holding inf/NaN.
+bool quantize_row_avx512(const float* x, std::size_t k, std::uint16_t* out);
+
 // A per-thread scratch buffer of at least n uint16 (grows, never shrinks: no allocation once the
 // largest shape has been seen — the steady-state decode loop allocates nothing here).
 std::uint16_t* scratch_u16(std::size_t n);

@@ -2,6 +2,9 @@
 #include "kernels/topk.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <vector>
@@ -26,9 +29,53 @@ struct RanksBefore {
   }
 };
 
-// `order` holds n indices of scratch.
-void topk_row(const float* v, std::size_t n, std::size_t k, std::span<std::int64_t> order,
-              std::int64_t* out) {
+// The rank of a value as an unsigned key: larger value ⇒ larger key, ±0 the same key, NaN the
+// smallest (0); so "ranks before" is "larger key, then lower index" (RanksBefore's order).
+inline std::uint32_t rank_key(float x) {
+  if (x != x) return 0;
+  const std::uint32_t u = std::bit_cast<std::uint32_t>(x == 0.0f ? 0.0f : x);
+  return (u & 0x80000000u) != 0 ? ~u : (u | 0x80000000u);  // −inf ↦ 0x007FFFFF > 0
+}
+
+// The k indices that rank first, in rank order, into out — the same list as a partial sort
+// by RanksBefore, found in O(n + k log k): the k-th largest key T by a histogram of the keys'
+// top 11 bits and a selection inside T's bucket; then every index with a key above T and the
+// lowest-indexed ones equal to T (a scan in ascending index), sorted by (key desc, index asc).
+void topk_row(const float* v, std::size_t n, std::size_t k, std::int64_t* out) {
+  if (k == 0) return;
+  ScratchFrame frame;
+  const std::span<std::uint32_t> key = frame.uninit<std::uint32_t>(n);
+  constexpr int kBits = 11;
+  const std::span<std::uint32_t> hist = frame.zeros<std::uint32_t>(std::size_t{1} << kBits);
+  for (std::size_t i = 0; i < n; ++i) {
+    key[i] = rank_key(v[i]);
+    ++hist[key[i] >> (32 - kBits)];
+  }
+  std::size_t above = 0, bucket = hist.size();  // keys in buckets above `bucket`
+  while (above + hist[bucket - 1] < k) above += hist[--bucket];
+  --bucket;  // the bucket holding the k-th largest key
+  const std::span<std::uint32_t> in_bucket = frame.uninit<std::uint32_t>(hist[bucket]);
+  std::size_t m = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    if ((key[i] >> (32 - kBits)) == bucket) in_bucket[m++] = key[i];
+  const std::size_t need = k - above;  // 1 ≤ need ≤ m
+  std::nth_element(in_bucket.begin(), in_bucket.begin() + static_cast<std::ptrdiff_t>(need - 1), in_bucket.end(),
+                   std::greater<>());
+  const std::uint32_t t = in_bucket[need - 1];
+  std::size_t greater = 0;
+  for (std::size_t i = 0; i < n; ++i) greater += key[i] > t;
+  // (key, index) packed so that one descending sort is the rank order: index complemented.
+  const std::span<std::uint64_t> sel = frame.uninit<std::uint64_t>(k);
+  std::size_t equal_left = k - greater, j = 0;
+  for (std::size_t i = 0; i < n && j < k; ++i)
+    if (key[i] > t || (key[i] == t && equal_left > 0 && equal_left--))
+      sel[j++] = (std::uint64_t{key[i]} << 32) | (0xFFFFFFFFu - static_cast<std::uint32_t>(i));
+  std::sort(sel.begin(), sel.end(), std::greater<>());
+  for (std::size_t i = 0; i < k; ++i) out[i] = 0xFFFFFFFFu - static_cast<std::uint32_t>(sel[i] & 0xFFFFFFFFu);
+}
+
+// The reference: a partial sort by RanksBefore (select_candidate_blocks, short rows).
+void topk_row_sorted(const float* v, std::size_t k, std::span<std::int64_t> order, std::int64_t* out) {
   std::iota(order.begin(), order.end(), std::int64_t{0});
   std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
                     RanksBefore{v});
@@ -43,9 +90,8 @@ void topk_lowest_index(std::span<const float> values, std::size_t rows, std::siz
     fail("topk_lowest_index: values has {} elements, expected {}x{}", values.size(), rows, n);
   if (k > n) fail("topk_lowest_index: k = {} exceeds the {} values per row", k, n);
   if (out.size() != rows * k) fail("topk_lowest_index: out has {} elements, expected {}x{}", out.size(), rows, k);
-  ScratchFrame frame;
-  const std::span<std::int64_t> order = frame.uninit<std::int64_t>(n);
-  for (std::size_t r = 0; r < rows; ++r) topk_row(values.data() + r * n, n, k, order, out.data() + r * k);
+  if (n > 0xFFFFFFFFu) fail("topk_lowest_index: rows of {} values (at most 2^32 − 1)", n);
+  for (std::size_t r = 0; r < rows; ++r) topk_row(values.data() + r * n, n, k, out.data() + r * k);
 }
 
 void select_candidate_blocks(std::span<const float> scores, std::size_t rows, std::size_t t,
@@ -76,7 +122,7 @@ void select_candidate_blocks(std::span<const float> scores, std::size_t rows, st
       block[b] = m;
     }
     if (c > 0) block[static_cast<std::size_t>(c - 1) / bs] = kInf;
-    topk_row(block.data(), nb, kb, order, chosen.data());
+    topk_row_sorted(block.data(), kb, order, chosen.data());
     std::fill(keep.begin(), keep.end(), 0);
     for (std::int64_t b : chosen) keep[static_cast<std::size_t>(b)] = block[static_cast<std::size_t>(b)] > -kInf;
     for (std::size_t i = 0; i < t; ++i) mask[r * t + i] = keep[i / bs];

@@ -18,6 +18,7 @@
 #include "kernels/bf16_gemm_isa.h"
 #include "numeric/bf16.h"
 #include "util/error.h"
+#include "util/thread_pool.h"
 
 namespace dsv4::kernels {
 namespace {
@@ -297,6 +298,63 @@ TEST(Bf16Gemm, BadInputsAreNamed) {
   std::vector<float> out(4);
   EXPECT_THROW(bf16_gemm_rows(Isa::kScalar, a, other.ref, 0, 4, out.data(), 4), Error);
   EXPECT_THROW(bf16_gemm_rows(Isa::kScalar, a, t.ref, 2, 5, out.data(), 4), Error);
+}
+
+}  // namespace
+}  // namespace dsv4::kernels
+
+namespace dsv4::kernels {
+namespace {
+
+// quantize_row_avx512 against quantized_acts' scalar loop (act_quant of numeric/qdq, checked
+// against the oracle elsewhere): every bit of every element, on rows built to reach each branch
+// of the vector rounding — any bf16 bit pattern (subnormal inputs, huge magnitudes, ties of the
+// E4M3 rounding, values that round up into the next binade or to 448), blocks under the amax
+// floor, zeros of both signs, tiny negatives that round to −0 — plus rows holding inf or NaN,
+// which the vector path hands back to the scalar loop.
+TEST(Bf16Gemm, QuantizedActsAvx512GivesTheScalarBits) {
+  if (!isa_supported(Isa::kAvx512Bf16)) GTEST_SKIP() << "no AVX-512 BF16 on this CPU";
+  test::Rng r(91);
+  constexpr std::size_t m = 96, k = 256;
+  std::vector<float> x(m * k);
+  for (std::size_t i = 0; i < m; ++i) {
+    const int kind = static_cast<int>(i % 8);
+    for (std::size_t c = 0; c < k; ++c) {
+      float& v = x[i * k + c];
+      switch (kind) {
+        case 0: v = r.bf16_gauss(r.uni(-30, 30)); break;
+        case 1: {  // any finite bf16 pattern (subnormals and huge values included)
+          std::uint32_t u;
+          do u = r.u32() & 0xFFFF0000u; while ((u & 0x7F800000u) == 0x7F800000u);
+          v = test::from_bits(u);
+          break;
+        }
+        case 2: v = r.bf16_gauss(-20); break;  // the whole block below the amax floor (1e−4)
+        case 3: v = (c % 3 == 0) ? 0.0f : (c % 3 == 1 ? -0.0f : r.bf16_gauss(-2)); break;
+        case 4: v = (c % 32 == 0) ? 448.0f * 4 : -r.bf16_gauss(-8); break;  // small negatives → −0
+        case 5: v = r.bf16_gauss(r.uni(-140, 120)); break;  // wide exponent spread within a block
+        case 6: v = test::to_bf16_value(static_cast<float>(r.uni(-64, 64)) * 0.5f + 0.25f); break;  // ties
+        default: v = r.bf16_gauss(0); break;
+      }
+    }
+  }
+  x[7 * k + 40] = INFINITY;  // rows 7 and 15: inf and NaN (scalar path through the vector caller)
+  x[15 * k + 3] = NAN;
+  Bf16Acts scalar, vec;
+  quantized_acts(x, m, k, scalar, nullptr, Isa::kScalar);
+  quantized_acts(x, m, k, vec, nullptr, Isa::kAvx512Bf16);
+  ASSERT_EQ(scalar.bits.size(), vec.bits.size());
+  std::size_t diffs = 0;
+  for (std::size_t e = 0; e < scalar.bits.size(); ++e)
+    if (scalar.bits[e] != vec.bits[e] && ++diffs <= 5)
+      ADD_FAILURE() << "row " << e / k << " element " << e % k << " (x = " << x[e] << "): scalar 0x" << std::hex
+                    << scalar.bits[e] << ", avx512 0x" << vec.bits[e] << std::dec;
+  EXPECT_EQ(diffs, 0u);
+  // The rows split over a pool give the same bits.
+  ThreadPool pool(2);
+  Bf16Acts split;
+  quantized_acts(x, m, k, split, &pool, Isa::kAvx512Bf16);
+  EXPECT_EQ(split.bits, vec.bits);
 }
 
 }  // namespace

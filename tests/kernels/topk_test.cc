@@ -50,6 +50,26 @@ TEST_F(TopkOracle, LowestIndexTies) {
   }
 }
 
+// Rows as long as the indexer's (thousands of keys, k = 512): the histogram selection has
+// buckets with many equal keys (tie rows), NaN and ±inf rows, and the k-th key inside a bucket
+// with others above and below it.
+TEST_F(TopkOracle, LongRowsAsTheIndexerHas) {
+  Rng r(93);
+  constexpr std::size_t rows = 24, n = 3001;
+  std::vector<float> v = tie_rows(r, rows, n);
+  for (std::size_t j = 0; j < n; ++j) v[5 * n + j] = static_cast<float>(j % 7);  // 7 values, many ties
+  test::npy_write(path("v.npy"), v, {rows, n});
+  for (std::size_t k : {1u, 512u, 3000u}) {
+    std::vector<std::int64_t> got(rows * k);
+    topk_lowest_index(v, rows, n, k, got);
+    test::npy_write_scalar<std::int64_t>(path("k.npy"), static_cast<std::int64_t>(k));
+    run_op("topk_lowest_index", {"v.npy", "k.npy"}, {"idx.npy"});
+    const auto want = test::npy_read<std::int64_t>(path("idx.npy"));
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "k " << k << " at " << i;
+  }
+}
+
 TEST_F(TopkOracle, CandidateBlocks) {
   Rng r(92);
   struct Cfg {
