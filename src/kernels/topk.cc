@@ -6,31 +6,18 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
-#include <numeric>
 #include <vector>
 
 #include "kernels/fp32_ops.h"
 #include "util/error.h"
 #include "util/scratch_arena.h"
+#include "util/thread_pool.h"
 
 namespace dsv4::kernels {
 namespace {
 
-// Strict weak order "ranks before": larger value first, NaN last, then lower index. A total
-// order on indices, so partial_sort's result is unique.
-struct RanksBefore {
-  const float* v;
-  bool operator()(std::int64_t a, std::int64_t b) const {
-    const float x = v[a], y = v[b];
-    const bool xn = x != x, yn = y != y;
-    if (xn != yn) return yn;        // a non-NaN ranks before a NaN
-    if (!xn && x != y) return x > y;  // ±0 are equal here
-    return a < b;
-  }
-};
-
 // The rank of a value as an unsigned key: larger value ⇒ larger key, ±0 the same key, NaN the
-// smallest (0); so "ranks before" is "larger key, then lower index" (RanksBefore's order).
+// smallest (0); so "ranks before" is "larger key, then lower index" (larger value first, NaN last, then lower index).
 inline std::uint32_t rank_key(float x) {
   if (x != x) return 0;
   const std::uint32_t u = std::bit_cast<std::uint32_t>(x == 0.0f ? 0.0f : x);
@@ -38,7 +25,7 @@ inline std::uint32_t rank_key(float x) {
 }
 
 // The k indices that rank first, in rank order, into out — the same list as a partial sort
-// by RanksBefore, found in O(n + k log k): the k-th largest key T by a histogram of the keys'
+// in that order, found in O(n + k log k): the k-th largest key T by a histogram of the keys'
 // top 11 bits and a selection inside T's bucket; then every index with a key above T and the
 // lowest-indexed ones equal to T (a scan in ascending index), sorted by (key desc, index asc).
 void topk_row(const float* v, std::size_t n, std::size_t k, std::int64_t* out) {
@@ -74,24 +61,20 @@ void topk_row(const float* v, std::size_t n, std::size_t k, std::int64_t* out) {
   for (std::size_t i = 0; i < k; ++i) out[i] = 0xFFFFFFFFu - static_cast<std::uint32_t>(sel[i] & 0xFFFFFFFFu);
 }
 
-// The reference: a partial sort by RanksBefore (select_candidate_blocks, short rows).
-void topk_row_sorted(const float* v, std::size_t k, std::span<std::int64_t> order, std::int64_t* out) {
-  std::iota(order.begin(), order.end(), std::int64_t{0});
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
-                    RanksBefore{v});
-  std::copy(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), out);
-}
-
 }  // namespace
 
 void topk_lowest_index(std::span<const float> values, std::size_t rows, std::size_t n,
-                       std::size_t k, std::span<std::int64_t> out) {
+                       std::size_t k, std::span<std::int64_t> out, ThreadPool* pool) {
   if (values.size() != rows * n)
     fail("topk_lowest_index: values has {} elements, expected {}x{}", values.size(), rows, n);
   if (k > n) fail("topk_lowest_index: k = {} exceeds the {} values per row", k, n);
   if (out.size() != rows * k) fail("topk_lowest_index: out has {} elements, expected {}x{}", out.size(), rows, k);
   if (n > 0xFFFFFFFFu) fail("topk_lowest_index: rows of {} values (at most 2^32 − 1)", n);
-  for (std::size_t r = 0; r < rows; ++r) topk_row(values.data() + r * n, n, k, out.data() + r * k);
+  auto some = [&](std::size_t r0, std::size_t r1) {
+    for (std::size_t r = r0; r < r1; ++r) topk_row(values.data() + r * n, n, k, out.data() + r * k);
+  };
+  if (pool != nullptr && rows > 1) pool->parallel_for(rows, some);
+  else some(0, rows);
 }
 
 void select_candidate_blocks(std::span<const float> scores, std::size_t rows, std::size_t t,
@@ -109,7 +92,7 @@ void select_candidate_blocks(std::span<const float> scores, std::size_t rows, st
   const std::size_t kb = std::min(topk_blocks, nb);
   ScratchFrame frame;
   const std::span<float> block = frame.zeros<float>(nb);
-  const std::span<std::int64_t> order = frame.uninit<std::int64_t>(nb), chosen = frame.zeros<std::int64_t>(kb);
+  const std::span<std::int64_t> chosen = frame.zeros<std::int64_t>(kb);
   const std::span<std::uint8_t> keep = frame.zeros<std::uint8_t>(nb);
   for (std::size_t r = 0; r < rows; ++r) {
     const std::int64_t c = visible[r];
@@ -122,7 +105,7 @@ void select_candidate_blocks(std::span<const float> scores, std::size_t rows, st
       block[b] = m;
     }
     if (c > 0) block[static_cast<std::size_t>(c - 1) / bs] = kInf;
-    topk_row_sorted(block.data(), kb, order, chosen.data());
+    topk_row(block.data(), nb, kb, chosen.data());
     std::fill(keep.begin(), keep.end(), 0);
     for (std::int64_t b : chosen) keep[static_cast<std::size_t>(b)] = block[static_cast<std::size_t>(b)] > -kInf;
     for (std::size_t i = 0; i < t; ++i) mask[r * t + i] = keep[i / bs];

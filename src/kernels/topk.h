@@ -18,11 +18,16 @@
 #include <cstdint>
 #include <span>
 
+namespace dsv4 {
+class ThreadPool;
+}
+
 namespace dsv4::kernels {
 
-// values [rows, n] → out [rows, k] indices into each row; k ≤ n.
+// values [rows, n] → out [rows, k] indices into each row, in rank order; k ≤ n. Rows are split
+// over `pool` when one is given (each row's result is its own).
 void topk_lowest_index(std::span<const float> values, std::size_t rows, std::size_t n,
-                       std::size_t k, std::span<std::int64_t> out);
+                       std::size_t k, std::span<std::int64_t> out, ThreadPool* pool = nullptr);
 
 // I [rows, T], visible [rows] (each in [0, T]) → mask [rows, T] (1 = candidate position).
 void select_candidate_blocks(std::span<const float> scores, std::size_t rows, std::size_t t,

@@ -193,7 +193,7 @@ const std::vector<std::int64_t>& compressed_part(const ForwardContext& ctx, cons
   }
   ctx.dump_f32(tag, "index_scores", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(n_cmp)}, I.data());
   std::size_t k = 0;
-  select_topk(I, S, n_cmp, visible, c.index_topk, ctx.opt.attn_slots == AttnSlots::kCompact, &k, hand.topk[id]);
+  select_topk(I, S, n_cmp, visible, c.index_topk, ctx.opt.attn_slots == AttnSlots::kCompact, &k, hand.topk[id], ctx.pool);
   hand.topk_k[id] = k;
   *width = k;
   return hand.topk[id];

@@ -83,7 +83,8 @@ void index_scores(const ForwardContext& ctx, const LayerWeights& w, std::span<co
 }
 
 void select_topk(std::span<const float> I, std::size_t S, std::size_t T, std::span<const std::int64_t> visible,
-                 std::int64_t index_topk, bool compact, std::size_t* k_out, std::vector<std::int64_t>& sel) {
+                 std::int64_t index_topk, bool compact, std::size_t* k_out, std::vector<std::int64_t>& sel,
+                 ThreadPool* pool) {
   const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(index_topk), T);
   *k_out = k;
   // k grows with the context up to index_topk: reserve that bound once (no reallocation later).
@@ -92,7 +93,7 @@ void select_topk(std::span<const float> I, std::size_t S, std::size_t T, std::sp
   if (k == 0) return;
   ScratchFrame frame;
   const std::span<std::int64_t> order = frame.zeros<std::int64_t>(S * k);
-  kernels::topk_lowest_index(I, S, T, k, order);
+  kernels::topk_lowest_index(I, S, T, k, order, pool);
   for (std::size_t s = 0; s < S; ++s) {
     std::int64_t* row = order.data() + s * k;
     // Descending value, ties by ascending index: in compact mode the first min(topk, c_s) are

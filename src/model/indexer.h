@@ -33,6 +33,7 @@ void index_scores(const ForwardContext& ctx, const LayerWeights& w, std::span<co
 // reference: top-k over the whole row, rows ≥ c_s become −1. Ties by lowest index. Written
 // to `sel` (its buffer is reused from call to call).
 void select_topk(std::span<const float> I, std::size_t S, std::size_t T, std::span<const std::int64_t> visible,
-                 std::int64_t index_topk, bool compact, std::size_t* k_out, std::vector<std::int64_t>& sel);
+                 std::int64_t index_topk, bool compact, std::size_t* k_out, std::vector<std::int64_t>& sel,
+                 ThreadPool* pool = nullptr);
 
 }  // namespace dsv4
