@@ -39,17 +39,6 @@ const char* simd_path_name(SimdPath p) {
   return "?";
 }
 
-namespace {
-
-// Runs items [0, n) on the pool (static contiguous ranges; every item is computed by the same
-// code whichever thread takes it, so the split never changes a bit).
-template <class Fn>
-void for_items(ThreadPool* pool, std::size_t n, Fn&& fn) {
-  if (pool != nullptr && n > 1) pool->parallel_for(n, fn);
-  else if (n > 0) fn(std::size_t{0}, n);
-}
-
-}  // namespace
 
 void sparse_attn_fast(std::span<const float> q, const KvRows& kv, std::span<const float> sink,
                       std::span<const std::int32_t> idx, float scale, const FastAttnShape& sh,
@@ -64,7 +53,7 @@ void sparse_attn_fast(std::span<const float> q, const KvRows& kv, std::span<cons
     if (i < -1 || (i >= 0 && static_cast<std::size_t>(i) >= kv.rows()))
       fail("sparse_attn_fast: slot index {} out of range [-1, {})", i, kv.rows());
   const std::size_t items = S * ((H + 3) / 4);
-  for_items(pool, items, [&](std::size_t i0, std::size_t i1) {
+  parallel_for(pool, items, [&](std::size_t i0, std::size_t i1) {
     switch (path) {
       case SimdPath::kAvx512:
         return attn_detail::sparse_attn_items_avx512(q.data(), kv, sink.data(), idx.data(), scale, sh, out.data(), i0, i1);
@@ -88,7 +77,7 @@ void index_scores_fast(std::span<const float> q, std::span<const float> w, std::
   if (I.size() != S * T) fail("index_scores_fast: I has {} elements, expected {}x{}", I.size(), S, T);
   const std::uint8_t* cm = cand.empty() ? nullptr : cand.data();
   const std::size_t blocks = (T + 63) / 64;
-  for_items(pool, blocks * S, [&](std::size_t i0, std::size_t i1) {
+  parallel_for(pool, blocks * S, [&](std::size_t i0, std::size_t i1) {
     switch (path) {
       case SimdPath::kAvx512:
         return attn_detail::index_score_items_avx512(q.data(), w.data(), K.data(), visible.data(), cm, sh, I.data(), i0, i1);

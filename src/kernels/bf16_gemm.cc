@@ -66,6 +66,7 @@ namespace {
 std::uint16_t bits_of(float f) { return static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(f) >> 16); }
 float from_bits(std::uint16_t b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
 // DAZ as VDPBF16PS applies it: a bf16 subnormal becomes a zero of the same sign.
+constexpr std::uint16_t kCanonicalNaN = 0x7FC0;
 std::uint16_t flush(std::uint16_t b) { return (b & 0x7F80u) == 0 ? static_cast<std::uint16_t>(b & 0x8000u) : b; }
 }  // namespace
 
@@ -220,12 +221,17 @@ void quantized_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16
         xb[c] = BF16{static_cast<std::uint16_t>(u >> 16)};
       }
       act_quant(xb, q, s);
-      for (std::size_t c = 0; c < k; ++c)
-        o[c] = flush(bits_of(e4m3_to_f32(q[c]) * e8m0_to_f32(s[c / kBlock])));
+      // A block holding inf or NaN dequantizes to NaN. Which NaN (its sign) a product of two NaN
+      // operands gives depends on the operand order the compiler chose for this copy of the loop,
+      // so every NaN is written as the one canonical quiet NaN: the bits never depend on the
+      // build, the ISA or the thread that ran the row.
+      for (std::size_t c = 0; c < k; ++c) {
+        const float v = e4m3_to_f32(q[c]) * e8m0_to_f32(s[c / kBlock]);
+        o[c] = std::isnan(v) ? kCanonicalNaN : flush(bits_of(v));
+      }
     }
   };
-  if (pool != nullptr && m > 1) pool->parallel_for(m, rows);
-  else rows(0, m);
+  parallel_for(pool, m, rows);
 }
 
 bool bf16_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16Acts& out) {
@@ -263,8 +269,7 @@ void bf16_gemm(const Bf16Acts& a, const WeightRef& w, float* out, ThreadPool* po
   auto body = [&](std::size_t p0, std::size_t p1) {
     bf16_gemm_rows(isa, a, w, p0 * kPanel, std::min(n, p1 * kPanel), out, n);
   };
-  if (pool == nullptr || pool->threads() == 1 || panels == 1) body(0, panels);
-  else pool->parallel_for(panels, body);
+  parallel_for(pool, panels, body);
 }
 
 }  // namespace dsv4::kernels

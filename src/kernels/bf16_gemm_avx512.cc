@@ -560,11 +560,12 @@ void run_bf16(const Bf16Acts& a, const WeightRef& w, std::size_t j0, std::size_t
 // E4M3 quantum (2^(exponent − 3), at least 2^−9 for the subnormal range): the sum lies in
 // [2^23 Q, 2^24 Q), whose ulp is Q, so the addition is the round-to-nearest-even of E4M3 and
 // the subtraction is exact (the clamp never binds by more than E4M3's rounding absorbs, since
-// s ≥ amax/448 up to an fp32 rounding; it is act_quant's step all the same). The result takes v's sign (a negative value rounding to zero is the
-// −0 code), and r · s is exact with at most 4 significant bits, so its top 16 bits are its bf16.
-// Returns false, having written nothing it has not verified, when an element is not a
-// bf16 value or a block holds inf/NaN: the caller takes the scalar path, with its error message
-// or its NaN codes.
+// s ≥ amax/448 up to an fp32 rounding; it is act_quant's step all the same). The result takes
+// v's sign (a negative value rounding to zero is the −0 code), and r · s is exact with at most 4
+// significant bits, so its top 16 bits are its bf16.
+// Returns false when an element is not a bf16 value or a block holds inf/NaN; the blocks before
+// it may already be written. The caller then redoes the whole row on the scalar path, which
+// names the bad element or writes the canonical NaN.
 bool quantize_row_avx512(const float* x, std::size_t k, std::uint16_t* out) {
   const __m512i low16 = _mm512_set1_epi32(0xFFFF), exp_mask = _mm512_set1_epi32(0x7F800000),
                 sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));

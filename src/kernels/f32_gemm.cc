@@ -25,8 +25,7 @@ void f32_gemm(std::span<const float> x, std::size_t m, const WeightRef& w, std::
       case SimdPath::kScalar: f32_detail::f32_gemm_rows_scalar(x.data(), m, k, w.data, bf16, j0, j1, out.data(), n); break;
     }
   };
-  if (pool != nullptr && panels > 1) pool->parallel_for(panels, run);
-  else run(0, panels);
+  parallel_for(pool, panels, run);
 }
 
 }  // namespace dsv4::kernels

@@ -35,13 +35,6 @@ float dot16(const float* a, const float* b, std::size_t n) {
   return static_cast<float>(acc[0]);
 }
 
-// Runs fn(t0, t1) over token ranges on the pool (or inline).
-template <class Fn>
-void over_tokens(std::size_t tokens, ThreadPool* pool, Fn&& fn) {
-  if (pool != nullptr && tokens > 1) pool->parallel_for(tokens, fn);
-  else fn(0, tokens);
-}
-
 }  // namespace
 
 void hc_mixes_fast(std::span<const float> x, std::span<const float> fn, std::span<const float> scale,
@@ -56,7 +49,7 @@ void hc_mixes_fast(std::span<const float> x, std::span<const float> fn, std::spa
   check("hc_mixes_fast", "comb", comb.size(), tokens * hc * hc);
   if (width == 0) fail("hc_mixes_fast: empty rows");
   const float eps = static_cast<float>(norm_eps);
-  over_tokens(tokens, pool, [&](std::size_t t0, std::size_t t1) {
+  parallel_for(pool, tokens, [&](std::size_t t0, std::size_t t1) {
     ScratchFrame frame;
     const std::span<float> mixes = frame.zeros<float>(nm);
     for (std::size_t t = t0; t < t1; ++t) {
@@ -75,7 +68,7 @@ void hc_pre_fast(std::span<const float> x, std::span<const float> pre, std::size
   check("hc_pre_fast", "X", x.size(), tokens * hc * dim);
   check("hc_pre_fast", "pre", pre.size(), tokens * hc);
   check("hc_pre_fast", "out", out.size(), tokens * dim);
-  over_tokens(tokens, pool, [&](std::size_t t0, std::size_t t1) {
+  parallel_for(pool, tokens, [&](std::size_t t0, std::size_t t1) {
     ScratchFrame frame;
     const std::span<double> acc = frame.zeros<double>(dim);
     for (std::size_t t = t0; t < t1; ++t) {
@@ -98,7 +91,7 @@ void hc_post_fast(std::span<const float> y, std::span<const float> r, std::span<
   check("hc_post_fast", "post", post.size(), tokens * hc);
   check("hc_post_fast", "comb", comb.size(), tokens * hc * hc);
   check("hc_post_fast", "out", out.size(), tokens * hc * dim);
-  over_tokens(tokens, pool, [&](std::size_t t0, std::size_t t1) {
+  parallel_for(pool, tokens, [&](std::size_t t0, std::size_t t1) {
     ScratchFrame frame;
     const std::span<double> acc = frame.zeros<double>(dim);
     for (std::size_t t = t0; t < t1; ++t) {

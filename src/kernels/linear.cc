@@ -175,10 +175,6 @@ bool fast_linear(std::span<const float> x, std::size_t m, const WeightRef& w, st
   return true;
 }
 
-void run_rows(std::size_t n, ThreadPool* pool, const ThreadPool::RangeFn& fn) {
-  if (pool == nullptr) fn(0, n);
-  else pool->parallel_for(n, fn);
-}
 }  // namespace
 
 void linear(std::span<const float> x, std::size_t m, const WeightRef& w, std::span<float> out,
@@ -201,7 +197,7 @@ void linear(std::span<const float> x, std::size_t m, const WeightRef& w, std::sp
       return;
     }
     // fp32 operands: the float path of strict_dot (products exact in float64).
-    run_rows(n, opt.pool, [&](std::size_t j0, std::size_t j1) {
+    parallel_for(opt.pool, n, [&](std::size_t j0, std::size_t j1) {
       std::vector<float> row(k);
       for (std::size_t j = j0; j < j1; ++j) {
         if (w.format == WeightFormat::kBF16) {
@@ -231,7 +227,7 @@ void linear(std::span<const float> x, std::size_t m, const WeightRef& w, std::sp
   } else {
     for (std::size_t i = 0; i < m * k; ++i) a[i] = x[i];
   }
-  run_rows(n, opt.pool, [&](std::size_t j0, std::size_t j1) {
+  parallel_for(opt.pool, n, [&](std::size_t j0, std::size_t j1) {
     std::vector<double> row(k);
     for (std::size_t j = j0; j < j1; ++j) {
       w.dequant_row(j, row);

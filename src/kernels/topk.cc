@@ -16,8 +16,9 @@
 namespace dsv4::kernels {
 namespace {
 
-// The rank of a value as an unsigned key: larger value ⇒ larger key, ±0 the same key, NaN the
-// smallest (0); so "ranks before" is "larger key, then lower index" (larger value first, NaN last, then lower index).
+// The rank of a value as an unsigned key: a larger value has a larger key, +0 and −0 share one,
+// and NaN has the smallest (0). One entry ranks before another when its key is larger, or equal
+// with a lower index.
 inline std::uint32_t rank_key(float x) {
   if (x != x) return 0;
   const std::uint32_t u = std::bit_cast<std::uint32_t>(x == 0.0f ? 0.0f : x);
@@ -49,8 +50,10 @@ void topk_row(const float* v, std::size_t n, std::size_t k, std::int64_t* out) {
   std::nth_element(in_bucket.begin(), in_bucket.begin() + static_cast<std::ptrdiff_t>(need - 1), in_bucket.end(),
                    std::greater<>());
   const std::uint32_t t = in_bucket[need - 1];
-  std::size_t greater = 0;
-  for (std::size_t i = 0; i < n; ++i) greater += key[i] > t;
+  // Keys above t: every key of the higher buckets, and those of t's bucket that nth_element
+  // placed before it (the ones after it are ≤ t).
+  std::size_t greater = above;
+  for (std::size_t i = 0; i + 1 < need; ++i) greater += in_bucket[i] > t;
   // (key, index) packed so that one descending sort is the rank order: index complemented.
   const std::span<std::uint64_t> sel = frame.uninit<std::uint64_t>(k);
   std::size_t equal_left = k - greater, j = 0;
@@ -73,8 +76,7 @@ void topk_lowest_index(std::span<const float> values, std::size_t rows, std::siz
   auto some = [&](std::size_t r0, std::size_t r1) {
     for (std::size_t r = r0; r < r1; ++r) topk_row(values.data() + r * n, n, k, out.data() + r * k);
   };
-  if (pool != nullptr && rows > 1) pool->parallel_for(rows, some);
-  else some(0, rows);
+  parallel_for(pool, rows, some);
 }
 
 void select_candidate_blocks(std::span<const float> scores, std::size_t rows, std::size_t t,

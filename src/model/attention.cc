@@ -338,8 +338,7 @@ void attention_forward(const ForwardContext& ctx, const LayerWeights& w, Sequenc
                            std::span<const std::int32_t>(idx).subspan(s0 * K, (s1 - s0) * K), scale, shape,
                            o.subspan(s0 * H * D, (s1 - s0) * H * D));
     };
-    if (ctx.pool) ctx.pool->parallel_for(S, attend);
-    else attend(0, S);
+    parallel_for(ctx.pool, S, attend);
   }
   core_timer.reset();
   ctx.dump_f32(tag, "attn_core", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(H), static_cast<std::int64_t>(D)}, o.data());

@@ -78,8 +78,7 @@ void index_scores(const ForwardContext& ctx, const LayerWeights& w, std::span<co
       }
     }
   };
-  if (ctx.pool) ctx.pool->parallel_for(S, rows);
-  else rows(0, S);
+  parallel_for(ctx.pool, S, rows);
 }
 
 void select_topk(std::span<const float> I, std::size_t S, std::size_t T, std::span<const std::int64_t> visible,

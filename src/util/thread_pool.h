@@ -59,6 +59,15 @@ class ThreadPool {
   std::exception_ptr error_;
 };
 
+// fn(0, n) on the calling thread when there is no pool, one thread, or one item; otherwise
+// pool->parallel_for(n, fn). Kernels take an optional pool and call this rather than choosing
+// themselves. Nothing is called for n == 0.
+inline void parallel_for(ThreadPool* pool, std::size_t n, const ThreadPool::RangeFn& fn) {
+  if (n == 0) return;
+  if (pool != nullptr && pool->threads() > 1 && n > 1) pool->parallel_for(n, fn);
+  else fn(0, n);
+}
+
 // [begin, end) of part `i` of `parts` near-equal contiguous ranges of [0, n).
 inline std::pair<std::size_t, std::size_t> static_range(std::size_t n, std::size_t parts,
                                                         std::size_t i) {

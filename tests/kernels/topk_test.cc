@@ -32,22 +32,29 @@ std::vector<float> tie_rows(Rng& r, std::size_t rows, std::size_t n) {
   return v;
 }
 
-class TopkOracle : public test::OracleTest {};
+class TopkOracle : public test::OracleTest {
+ protected:
+  // topk_lowest_index on `rows` rows of length n equals the oracle's, index for index, for each k.
+  void expect_oracle_topk(const std::vector<float>& v, std::size_t rows, std::size_t n,
+                          std::initializer_list<std::size_t> ks) {
+    test::npy_write(path("v.npy"), v, {rows, n});
+    for (std::size_t k : ks) {
+      std::vector<std::int64_t> got(rows * k);
+      topk_lowest_index(v, rows, n, k, got);
+      test::npy_write_scalar<std::int64_t>(path("k.npy"), static_cast<std::int64_t>(k));
+      run_op("topk_lowest_index", {"v.npy", "k.npy"}, {"idx.npy"});
+      const auto want = test::npy_read<std::int64_t>(path("idx.npy"));
+      ASSERT_EQ(got.size(), want.size());
+      for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "k " << k << " at " << i;
+    }
+  }
+};
 
 TEST_F(TopkOracle, LowestIndexTies) {
   Rng r(91);
   constexpr std::size_t rows = 120, n = 37;
   const std::vector<float> v = tie_rows(r, rows, n);
-  test::npy_write(path("v.npy"), v, {rows, n});
-  for (std::size_t k : {0u, 10u, 37u}) {
-    std::vector<std::int64_t> got(rows * k);
-    topk_lowest_index(v, rows, n, k, got);
-    test::npy_write_scalar<std::int64_t>(path("k.npy"), static_cast<std::int64_t>(k));
-    run_op("topk_lowest_index", {"v.npy", "k.npy"}, {"idx.npy"});
-    const auto want = test::npy_read<std::int64_t>(path("idx.npy"));
-    ASSERT_EQ(got.size(), want.size());
-    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "k " << k << " at " << i;
-  }
+  expect_oracle_topk(v, rows, n, {0, 10, 37});
 }
 
 // Rows as long as the indexer's (thousands of keys, k = 512): the histogram selection has
@@ -58,16 +65,7 @@ TEST_F(TopkOracle, LongRowsAsTheIndexerHas) {
   constexpr std::size_t rows = 24, n = 3001;
   std::vector<float> v = tie_rows(r, rows, n);
   for (std::size_t j = 0; j < n; ++j) v[5 * n + j] = static_cast<float>(j % 7);  // 7 values, many ties
-  test::npy_write(path("v.npy"), v, {rows, n});
-  for (std::size_t k : {1u, 512u, 3000u}) {
-    std::vector<std::int64_t> got(rows * k);
-    topk_lowest_index(v, rows, n, k, got);
-    test::npy_write_scalar<std::int64_t>(path("k.npy"), static_cast<std::int64_t>(k));
-    run_op("topk_lowest_index", {"v.npy", "k.npy"}, {"idx.npy"});
-    const auto want = test::npy_read<std::int64_t>(path("idx.npy"));
-    ASSERT_EQ(got.size(), want.size());
-    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "k " << k << " at " << i;
-  }
+  expect_oracle_topk(v, rows, n, {1, 512, 3000});
 }
 
 TEST_F(TopkOracle, CandidateBlocks) {
