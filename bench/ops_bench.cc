@@ -45,6 +45,13 @@ std::vector<float> normal(std::size_t n, unsigned seed, float sd = 1.0f) {
   return v;
 }
 
+// bf16 values as the caches store them (bit patterns).
+std::vector<std::uint16_t> bf16_bits(const std::vector<float>& v) {
+  std::vector<std::uint16_t> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = bf16_from_f32(v[i]).bits;
+  return out;
+}
+
 void counters(benchmark::State& st, double bytes, double flops) {
   st.counters["bytes_per_second"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
   st.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
@@ -63,7 +70,8 @@ void BM_SparseAttention(benchmark::State& st) {
   for (std::size_t s = 0; s < S; ++s)
     for (std::size_t j = 0; j < kSlots; ++j)
       idx[s * kSlots + j] = static_cast<std::int32_t>(j < kWindow ? j : kWindow + g() % kCompressed);
-  const KvRows kv{win.data(), kWindow, cache.data(), kCompressed};
+  const std::vector<std::uint16_t> win_bits = bf16_bits(win), cache_bits = bf16_bits(cache);
+  const KvRows kv{win_bits.data(), kWindow, cache_bits.data(), kCompressed};
   std::vector<float> out(S * kHeads * kHeadDim);
   const FastAttnShape shape{S, kHeads, kHeadDim, kSlots};
   for (auto _ : st) {
@@ -71,7 +79,7 @@ void BM_SparseAttention(benchmark::State& st) {
     benchmark::DoNotOptimize(out.data());
   }
   // Rows are read once per (query, group of 4 heads); count them once per query.
-  const double rows = static_cast<double>(S * kSlots * kHeadDim * 4);
+  const double rows = static_cast<double>(S * kSlots * kHeadDim * 2);
   counters(st, rows + 2.0 * static_cast<double>(q.size() * 4), 4.0 * static_cast<double>(S * kHeads * kSlots * kHeadDim));
   st.SetLabel(simd_path_name(best_simd_path()));
 }
@@ -86,11 +94,12 @@ void BM_IndexScores(benchmark::State& st) {
   const std::vector<std::int64_t> visible(S, static_cast<std::int64_t>(kKeys));
   std::vector<float> I(S * kKeys);
   const IndexScoreShape shape{S, kIndexHeads, kIndexDim, kKeys};
+  const std::vector<std::uint16_t> K_bits = bf16_bits(K);
   for (auto _ : st) {
-    index_scores_fast(q, w, K, visible, {}, shape, I, &pool());
+    index_scores_fast(q, w, K_bits, visible, {}, shape, I, &pool());
     benchmark::DoNotOptimize(I.data());
   }
-  counters(st, 4.0 * static_cast<double>(K.size() + I.size()),
+  counters(st, 2.0 * static_cast<double>(K.size()) + 4.0 * static_cast<double>(I.size()),
            2.0 * static_cast<double>(S * kIndexHeads * kIndexDim * kKeys));
   st.SetLabel(simd_path_name(best_simd_path()));
 }

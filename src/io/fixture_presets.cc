@@ -84,9 +84,10 @@ ModelConfig wide() {
 
 // Long contexts at the released attention geometry per head: head_dim 512, window 128, index keys
 // of 128, index top-k 512, a candidate budget of 2048 blocks of 8 (so contexts past 16K make the
-// re-indexing layer's bound matter), with fewer heads (8 attention, 4 index: the released 2:1
-// ratio of attention to index head work kept at 64:32 → 8:4) and a narrow residual so a 32K
-// prefill runs in minutes on 2 cores. One layer of each context-dependent role: window-only,
+// re-indexing layer's bound matter), the released 32 index heads (so the indexer's work per key
+// is the real one, and its kernel runs at the width it is built for: 16 heads per vector),
+// 8 attention heads instead of 64 and a narrow residual so a 32K prefill runs in minutes on 2
+// cores. One layer of each context-dependent role: window-only,
 // ratio-2 kv+index source, ratio-1 kv+index+candidate source, ratio-1 candidate user.
 ModelConfig long_context() {
   ModelConfig c;
@@ -103,7 +104,7 @@ ModelConfig long_context() {
   c.kv_source_layers = {1, 2};
   c.index_source_layers = {1, 2, 3};
   c.candidate_source_layer = 2;
-  c.index_n_heads = 4;
+  c.index_n_heads = 32;
   c.n_routed_experts = 8;
   c.n_activated_experts = 2;
   c.dspark_target_layer_ids = {1, 2, 3};

@@ -7,6 +7,7 @@
 #include "kernels/attention_fast_isa.h"
 #include "util/cpu_features.h"
 #include "util/error.h"
+#include "util/scratch_arena.h"
 
 namespace dsv4::kernels {
 
@@ -65,7 +66,7 @@ void sparse_attn_fast(std::span<const float> q, const KvRows& kv, std::span<cons
   });
 }
 
-void index_scores_fast(std::span<const float> q, std::span<const float> w, std::span<const float> K,
+void index_scores_fast(std::span<const float> q, std::span<const float> w, std::span<const std::uint16_t> K,
                        std::span<const std::int64_t> visible, std::span<const std::uint8_t> cand,
                        const IndexScoreShape& sh, std::span<float> I, ThreadPool* pool, SimdPath path) {
   const std::size_t S = sh.queries, nh = sh.heads, hd = sh.dim, T = sh.keys;
@@ -75,16 +76,31 @@ void index_scores_fast(std::span<const float> q, std::span<const float> w, std::
   if (visible.size() != S) fail("index_scores_fast: {} visible counts for {} queries", visible.size(), S);
   if (!cand.empty() && cand.size() != S * T) fail("index_scores_fast: candidate mask has {} entries, expected {}x{}", cand.size(), S, T);
   if (I.size() != S * T) fail("index_scores_fast: I has {} elements, expected {}x{}", I.size(), S, T);
+  if (hd % 2 != 0) fail("index_scores_fast: head dim {} is odd (the kernel reads key elements in pairs)", hd);
   const std::uint8_t* cm = cand.empty() ? nullptr : cand.data();
+  // Each query transposed to [hd][hp] with its heads padded to a multiple of 16 (zero q and w),
+  // so the kernels put heads in the lanes; done once per call, outside the O(S·T) loop.
+  const std::size_t hp = (nh + 15) / 16 * 16;
+  ScratchFrame frame;
+  const std::span<float> qt = frame.zeros<float>(S * hd * hp), wp = frame.zeros<float>(S * hp);
+  parallel_for(pool, S, [&](std::size_t s0, std::size_t s1) {
+    for (std::size_t s = s0; s < s1; ++s)
+      for (std::size_t h = 0; h < nh; ++h) {
+        wp[s * hp + h] = w[s * nh + h];
+        const float* src = q.data() + (s * nh + h) * hd;
+        float* dst = qt.data() + s * hd * hp + h;
+        for (std::size_t d = 0; d < hd; ++d) dst[d * hp] = src[d];
+      }
+  });
   const std::size_t blocks = (T + 63) / 64;
   parallel_for(pool, blocks * S, [&](std::size_t i0, std::size_t i1) {
     switch (path) {
       case SimdPath::kAvx512:
-        return attn_detail::index_score_items_avx512(q.data(), w.data(), K.data(), visible.data(), cm, sh, I.data(), i0, i1);
+        return attn_detail::index_score_items_avx512(qt.data(), wp.data(), K.data(), visible.data(), cm, sh, I.data(), i0, i1);
       case SimdPath::kAvx2:
-        return attn_detail::index_score_items_avx2(q.data(), w.data(), K.data(), visible.data(), cm, sh, I.data(), i0, i1);
+        return attn_detail::index_score_items_avx2(qt.data(), wp.data(), K.data(), visible.data(), cm, sh, I.data(), i0, i1);
       case SimdPath::kScalar:
-        return attn_detail::index_score_items_scalar(q.data(), w.data(), K.data(), visible.data(), cm, sh, I.data(), i0, i1);
+        return attn_detail::index_score_items_scalar(qt.data(), wp.data(), K.data(), visible.data(), cm, sh, I.data(), i0, i1);
     }
   });
 }

@@ -20,8 +20,12 @@
 // step and a chunk (§16.4), so are its outputs.
 //
 // Indexer scores, per (query s, key t):
-//   I[s, t] = bf16( Σ_h z_h ) (fp32, ascending h),  z_h = bf16( max(bf16(dot(q_sh, K_t)), 0) · w_sh )
-// and −inf where t ≥ visible[s] or (a candidate mask is given and) cand[s·T + t] = 0.
+//   I[s, t] = bf16( Σ_h z_h ) (fp32, ascending h from +0),  z_h = bf16( max(bf16(e_h), 0) · w_sh )
+//   e_h = the sequential dot: fp32 FMAs acc = q_sh[d]·K_t[d] + acc over ascending d from +0
+// and −inf where t ≥ visible[s] or (a candidate mask is given and) cand[s·T + t] = 0. The scores
+// use the sequential dot rather than the canonical one because the kernel puts 16 heads in the
+// lanes (every FMA useful, no horizontal sums), which is twice as fast as 16 keys with a lane
+// reduction per (head, key); the indexer's score is the hot loop of long prefills.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -31,13 +35,14 @@
 namespace dsv4::kernels {
 
 // kv rows addressed by slot: slot i < na is a[i], slot i ≥ na is b[i − na] (the window rows and
-// the compressed cache, without copying the latter). Rows have D floats.
+// the compressed cache, without copying the latter). Rows have D bf16 values, stored as their
+// bit patterns as the caches hold them (they are bf16 values, so nothing is rounded).
 struct KvRows {
-  const float* a = nullptr;
+  const std::uint16_t* a = nullptr;
   std::size_t na = 0;
-  const float* b = nullptr;
+  const std::uint16_t* b = nullptr;
   std::size_t nb = 0;
-  const float* row(std::size_t i, std::size_t D) const { return i < na ? a + i * D : b + (i - na) * D; }
+  const std::uint16_t* row(std::size_t i, std::size_t D) const { return i < na ? a + i * D : b + (i - na) * D; }
   std::size_t rows() const { return na + nb; }
 };
 
@@ -67,10 +72,11 @@ struct IndexScoreShape {
   std::size_t keys = 0;     // T
 };
 
-// q [S, nh, hd], w [S, nh], K [T, hd], visible [S], cand (empty or [S, T]) → I [S, T]. Work is
+// q [S, nh, hd], w [S, nh], K [T, hd] (bf16 bit patterns: the index-key cache), visible [S],
+// cand (empty or [S, T]) → I [S, T]. Work is
 // split over (block of 64 keys, query) items, key-block major so a block stays in cache while
 // every query of the call scores it.
-void index_scores_fast(std::span<const float> q, std::span<const float> w, std::span<const float> K,
+void index_scores_fast(std::span<const float> q, std::span<const float> w, std::span<const std::uint16_t> K,
                        std::span<const std::int64_t> visible, std::span<const std::uint8_t> cand,
                        const IndexScoreShape& shape, std::span<float> I, ThreadPool* pool,
                        SimdPath path = best_simd_path());

@@ -13,10 +13,10 @@ void sparse_attn_items_avx512(const float* q, const KvRows& kv, const float* sin
   DSV4_SIMD16_NS::sparse_attn_items(q, kv, sink, idx, scale, sh, out, i0, i1);
 }
 
-void index_score_items_avx512(const float* q, const float* w, const float* K, const std::int64_t* visible,
+void index_score_items_avx512(const float* qt, const float* wp, const std::uint16_t* K, const std::int64_t* visible,
                           const std::uint8_t* cand, const IndexScoreShape& sh, float* I, std::size_t i0,
                           std::size_t i1) {
-  DSV4_SIMD16_NS::index_score_items(q, w, K, visible, cand, sh, I, i0, i1);
+  DSV4_SIMD16_NS::index_score_items(qt, wp, K, visible, cand, sh, I, i0, i1);
 }
 
 }  // namespace dsv4::kernels::attn_detail
@@ -30,7 +30,7 @@ void sparse_attn_items_avx512(const float*, const KvRows&, const float*, const s
                           const FastAttnShape&, float*, std::size_t, std::size_t) {
   fail("sparse_attn_fast: this build has no avx512 path");
 }
-void index_score_items_avx512(const float*, const float*, const float*, const std::int64_t*, const std::uint8_t*,
+void index_score_items_avx512(const float*, const float*, const std::uint16_t*, const std::int64_t*, const std::uint8_t*,
                           const IndexScoreShape&, float*, std::size_t, std::size_t) {
   fail("index_scores_fast: this build has no avx512 path");
 }

@@ -13,29 +13,20 @@
 
 namespace dsv4::kernels::DSV4_SIMD16_NS {
 
-// Canonical dots of q against 16 rows (rows[k] may point at a zero row for padding).
-inline V dots16(const float* q, const float* const* rows, std::size_t D) {
+// Canonical dots of q against 16 bf16 rows (rows[k] may point at a zero row for padding).
+inline V dots16(const float* q, const std::uint16_t* const* rows, std::size_t D) {
   V acc[16];
   for (V& a : acc) a = zero();
   std::size_t c = 0;
   for (; c + 16 <= D; c += 16) {
     const V qc = load(q + c);
-    for (int k = 0; k < 16; ++k) acc[k] = fma(qc, load(rows[k] + c), acc[k]);
+    for (int k = 0; k < 16; ++k) acc[k] = fma(qc, load_bf16(rows[k] + c), acc[k]);
   }
   if (c < D) {
     const V qc = load_n(q + c, D - c);
-    for (int k = 0; k < 16; ++k) acc[k] = fma(qc, load_n(rows[k] + c, D - c), acc[k]);
+    for (int k = 0; k < 16; ++k) acc[k] = fma(qc, load_bf16_n(rows[k] + c, D - c), acc[k]);
   }
   return reduce16(acc);
-}
-
-// Per-thread scratch that only grows (no allocation once the largest shape has been seen).
-struct AttnScratch {
-  std::vector<float> zero_row;
-};
-inline AttnScratch& attn_scratch() {
-  thread_local AttnScratch s;
-  return s;
 }
 
 // One query t, heads h0 .. h0 + G − 1.
@@ -46,7 +37,7 @@ void attend_group(const float* q, const KvRows& kv, const float* sink, const std
   // The slot rows and the scores come from this thread's arena: K (and with it their size)
   // grows with the context, and a growing vector would allocate inside the decode loop.
   ScratchFrame frame;
-  const std::span<const float*> rows = frame.uninit<const float*>(K + 16);
+  const std::span<const std::uint16_t*> rows = frame.uninit<const std::uint16_t*>(K + 16);
   std::size_t n = 0;
   for (std::size_t j = 0; j < K; ++j)
     if (slots[j] >= 0) rows[n++] = kv.row(static_cast<std::size_t>(slots[j]), D);
@@ -55,7 +46,7 @@ void attend_group(const float* q, const KvRows& kv, const float* sink, const std
     return;
   }
   const std::size_t npad = (n + 15) / 16 * 16;
-  const float* zero_row = frame.zeros<float>(D).data();
+  const std::uint16_t* zero_row = frame.zeros<std::uint16_t>(D).data();
   for (std::size_t j = n; j < npad; ++j) rows[j] = zero_row;
   const std::span<float> s_buf = frame.uninit<float>(G * npad), pb_buf = frame.uninit<float>(G * npad);
   // Scores, 16 slots at a time (the rows of a tile stay in L1 for the G heads).
@@ -81,7 +72,7 @@ void attend_group(const float* q, const KvRows& kv, const float* sink, const std
     V acc[G];
     for (int g = 0; g < G; ++g) acc[g] = zero();
     for (std::size_t j = 0; j < n; ++j) {
-      const V r = w == 16 ? load(rows[j] + c) : load_n(rows[j] + c, w);
+      const V r = w == 16 ? load_bf16(rows[j] + c) : load_bf16_n(rows[j] + c, w);
       for (int g = 0; g < G; ++g) acc[g] = fma(set1(pb_buf[g * npad + j]), r, acc[g]);
     }
     for (int g = 0; g < G; ++g) {
@@ -109,20 +100,66 @@ inline void sparse_attn_items(const float* q, const KvRows& kv, const float* sin
 }
 
 inline constexpr std::size_t kKeyBlock = 64;
+// Keys scored together (the accumulators of a chunk: kKeysPerChunk × 2 head vectors). Any value
+// gives the same bits; 8 keeps 16 of AVX-512's 32 registers busy, 4 fits AVX2's 16.
+inline constexpr int kKeysPerChunk = DSV4_SIMD16 == 2 ? 8 : 4;
 
-// Items [i0, i1) of (key block b, query s), b-major.
-inline void index_score_items(const float* q, const float* w, const float* K, const std::int64_t* visible,
+// One query against NK keys, heads h0 .. h0 + 16·HV − 1 in the lanes: each (key, head) is an fp32
+// FMA chain over d ascending from +0, then z = bf16(max(bf16(dot), 0) · w) into z[k·hp + h].
+// qt is the query transposed ([hd][hp], heads padded to hp with zeros), so a head vector is one
+// load and a key element one broadcast: no horizontal sums, and every FMA does 16 heads' work.
+template <int NK, int HV>
+inline void key_chunk(const float* qt, const float* wp, std::size_t hp, std::size_t hd, const std::uint16_t* const* keys,
+                      std::size_t h0, float* z) {
+  // (Fully unrolled, so that GCC keeps the accumulators in registers instead of on the stack.)
+  V acc[NK][HV];
+#pragma GCC unroll 16
+  for (int k = 0; k < NK; ++k)
+#pragma GCC unroll 4
+    for (int j = 0; j < HV; ++j) acc[k][j] = zero();
+  // Key elements d and d + 1 come from one 32-bit broadcast (hd is even; checked by the caller).
+  for (std::size_t d = 0; d < hd; d += 2) {
+    V qe[HV], qo[HV];
+#pragma GCC unroll 4
+    for (int j = 0; j < HV; ++j) {
+      qe[j] = load(qt + d * hp + h0 + 16 * j);
+      qo[j] = load(qt + (d + 1) * hp + h0 + 16 * j);
+    }
+#pragma GCC unroll 16
+    for (int k = 0; k < NK; ++k) {
+      V ke, ko;
+      set1_bf16_pair(keys[k] + d, ke, ko);
+#pragma GCC unroll 4
+      for (int j = 0; j < HV; ++j) acc[k][j] = fma(qo[j], ko, fma(qe[j], ke, acc[k][j]));
+    }
+  }
+#pragma GCC unroll 16
+  for (int k = 0; k < NK; ++k)
+#pragma GCC unroll 4
+    for (int j = 0; j < HV; ++j) {
+      const V score = round_bf16(acc[k][j]);
+      store(z + k * hp + h0 + 16 * j, round_bf16(mul(max(score, zero()), load(wp + h0 + 16 * j))));
+    }
+}
+
+// Items [i0, i1) of (key block b, query s), b-major. qt [S][hd][hp] and wp [S][hp] are the queries
+// and weights with heads padded to hp (a multiple of 16) — see index_scores_fast.
+inline void index_score_items(const float* qt, const float* wp, const std::uint16_t* K, const std::int64_t* visible,
                               const std::uint8_t* cand, const IndexScoreShape& sh, float* I, std::size_t i0,
                               std::size_t i1) {
   const std::size_t S = sh.queries, nh = sh.heads, hd = sh.dim, T = sh.keys;
+  const std::size_t hp = (nh + 15) / 16 * 16;
   const float neg_inf = -std::numeric_limits<float>::infinity();
-  AttnScratch& scr = attn_scratch();
-  if (scr.zero_row.size() < hd) scr.zero_row.assign(hd, 0.0f);
-  const float* rows[16];
+  ScratchFrame frame;
+  const std::uint16_t* zero_row = frame.zeros<std::uint16_t>(hd).data();
+  const std::span<float> z = frame.uninit<float>(16 * hp);
+  const std::uint16_t* keys[16];
   for (std::size_t i = i0; i < i1; ++i) {
     const std::size_t b = i / S, s = i % S;
     const std::size_t t0 = b * kKeyBlock, t1 = std::min(T, t0 + kKeyBlock);
     const std::size_t vis = static_cast<std::size_t>(std::max<std::int64_t>(0, visible[s]));
+    const float* q = qt + s * hd * hp;
+    const float* w = wp + s * hp;
     float* Irow = I + s * T;
     for (std::size_t a = t0; a < t1; a += 16) {
       const std::size_t n = std::min<std::size_t>(16, t1 - a);
@@ -135,17 +172,29 @@ inline void index_score_items(const float* q, const float* w, const float* K, co
         std::fill_n(Irow + a, n, neg_inf);
         continue;
       }
-      for (std::size_t k = 0; k < 16; ++k) rows[k] = k < n ? K + (a + k) * hd : scr.zero_row.data();
-      V sum = zero();
-      for (std::size_t h = 0; h < nh; ++h) {
-        const V score = round_bf16(dots16(q + (s * nh + h) * hd, rows, hd));
-        sum = add(sum, round_bf16(mul(max(score, zero()), set1(w[s * nh + h]))));
+      for (std::size_t k = 0; k < 16; ++k) keys[k] = k < n ? K + (a + k) * hd : zero_row;
+      for (std::size_t k0 = 0; k0 < n; k0 += kKeysPerChunk)
+        for (std::size_t h0 = 0; h0 < hp;) {
+          float* zc = z.data() + k0 * hp;
+          if (hp - h0 >= 32) {
+            key_chunk<kKeysPerChunk, 2>(q, w, hp, hd, keys + k0, h0, zc);
+            h0 += 32;
+          } else {
+            key_chunk<kKeysPerChunk, 1>(q, w, hp, hd, keys + k0, h0, zc);
+            h0 += 16;
+          }
+        }
+      // Σ_h z_h per key, ascending h from +0 (the padded heads are not summed).
+      alignas(64) float sum[16] = {};
+      for (std::size_t k = 0; k < n; ++k) {
+        float acc = 0.0f;
+        for (std::size_t h = 0; h < nh; ++h) acc += z[k * hp + h];
+        sum[k] = acc;
       }
-      float tmp[16];
-      store(tmp, round_bf16(sum));
+      store(sum, round_bf16(load(sum)));
       for (std::size_t k = 0; k < n; ++k) {
         const std::size_t t = a + k;
-        Irow[t] = (t < vis && (cand == nullptr || cand[s * T + t])) ? tmp[k] : neg_inf;
+        Irow[t] = (t < vis && (cand == nullptr || cand[s * T + t])) ? sum[k] : neg_inf;
       }
     }
   }

@@ -11,7 +11,7 @@ namespace dsv4::kernels::attn_detail {
 #define DSV4_ATTN_FAST_DECL(t)                                                                          \
   void sparse_attn_items_##t(const float* q, const KvRows& kv, const float* sink, const std::int32_t* idx, \
                              float scale, const FastAttnShape& sh, float* out, std::size_t i0, std::size_t i1); \
-  void index_score_items_##t(const float* q, const float* w, const float* K, const std::int64_t* visible,  \
+  void index_score_items_##t(const float* qt, const float* wp, const std::uint16_t* K, const std::int64_t* visible,  \
                              const std::uint8_t* cand, const IndexScoreShape& sh, float* I, std::size_t i0, \
                              std::size_t i1);
 DSV4_ATTN_FAST_DECL(scalar)

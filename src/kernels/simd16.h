@@ -16,6 +16,7 @@
 //   exp: exp_fast below, the same operations in every build.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -72,6 +73,11 @@ inline V load_bf16_n(const std::uint16_t* p, std::size_t n) {
   return r;
 }
 inline V load_bf16(const std::uint16_t* p) { return load_bf16_n(p, 16); }
+// Two adjacent bf16 values p[0], p[1] (bit patterns), each widened and broadcast to every lane.
+inline void set1_bf16_pair(const std::uint16_t* p, V& even, V& odd) {
+  even = set1(std::bit_cast<float>(static_cast<std::uint32_t>(p[0]) << 16));
+  odd = set1(std::bit_cast<float>(static_cast<std::uint32_t>(p[1]) << 16));
+}
 inline void store(float* p, V a) { std::memcpy(p, a.v, sizeof a.v); }
 inline void store_n(float* p, V a, std::size_t n) { std::memcpy(p, a.v, n * sizeof(float)); }
 #define DSV4_LANEWISE(expr)             \
@@ -149,6 +155,15 @@ inline V load_bf16_n(const std::uint16_t* p, std::size_t n) {
   alignas(32) std::uint16_t t[16] = {};
   std::memcpy(t, p, n * sizeof(std::uint16_t));
   return load_bf16(t);
+}
+inline void set1_bf16_pair(const std::uint16_t* p, V& even, V& odd) {  // one 32-bit broadcast
+  std::int32_t u;
+  std::memcpy(&u, p, sizeof u);
+  const __m256i w = _mm256_set1_epi32(u);
+  const __m256 e = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  const __m256 o = _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))));
+  even = {e, e};
+  odd = {o, o};
 }
 inline void store(float* p, V a) {
   _mm256_storeu_ps(p, a.lo);
@@ -233,6 +248,13 @@ inline V load_bf16_n(const std::uint16_t* p, std::size_t n) {
   alignas(32) std::uint16_t t[16] = {};  // (a masked 16-bit load would need AVX512BW)
   std::memcpy(t, p, n * sizeof(std::uint16_t));
   return load_bf16(t);
+}
+inline void set1_bf16_pair(const std::uint16_t* p, V& even, V& odd) {  // one 32-bit broadcast
+  std::int32_t u;
+  std::memcpy(&u, p, sizeof u);
+  const __m512i w = _mm512_set1_epi32(u);
+  even = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+  odd = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
 }
 inline void store(float* p, V a) { _mm512_storeu_ps(p, a); }
 inline void store_n(float* p, V a, std::size_t n) { _mm512_mask_storeu_ps(p, mask16(n), a); }

@@ -14,6 +14,7 @@
 #include "model/compressor.h"
 #include "model/indexer.h"
 #include "model/model_qdq.h"
+#include "numeric/bf16.h"
 #include "util/error.h"
 #include "util/scratch_arena.h"
 
@@ -23,7 +24,7 @@ namespace {
 // A window part: the kv rows the call attends (row i at position rows_pos[i]) and each query's
 // window slots (indices into rows, −1 = empty) [S, W].
 struct WindowPart {
-  std::vector<float> rows;
+  std::vector<std::uint16_t> rows;  // bf16 bits, as the ring holds them
   std::vector<std::int64_t> rows_pos;
   std::vector<std::int64_t> slots;
   std::size_t width = 0;
@@ -45,7 +46,9 @@ void window_compact(WindowPart& wp, LayerCache& cache, std::span<const float> kv
                    cache.win_kv.begin() + static_cast<std::ptrdiff_t>((slot + 1) * D));
     wp.rows_pos.push_back(p);
   }
-  wp.rows.insert(wp.rows.end(), kv.begin(), kv.end());
+  const std::size_t n0 = wp.rows.size();
+  wp.rows.resize(n0 + kv.size());
+  pack_bf16_rows(kv, wp.rows.data() + n0, "window kv");
   for (std::size_t i = 0; i < S; ++i) wp.rows_pos.push_back(start_pos + static_cast<std::int64_t>(i));
   wp.width = W;
   wp.slots.assign(S * W, -1);
@@ -68,7 +71,8 @@ void window_reference(WindowPart& wp, LayerCache& cache, std::span<const float> 
   for (std::size_t i = 0; i < S; ++i) pos[i] = start_pos + static_cast<std::int64_t>(i);
   if (start_pos == 0) {  // the reference branches on start_pos == 0 (also for S = 1)
     const std::size_t Wp = std::min(S, W);
-    wp.rows.assign(kv.begin(), kv.end());
+    wp.rows.resize(kv.size());
+    pack_bf16_rows(kv, wp.rows.data(), "window kv");
     wp.rows_pos.assign(pos.begin(), pos.end());
     wp.width = Wp;
     wp.slots.assign(S * Wp, -1);
@@ -126,8 +130,9 @@ const std::vector<std::int64_t>& compressed_part(const ForwardContext& ctx, cons
       const auto fg = static_cast<std::size_t>(lat.first_group);
       if (role.index_source) {  // §6.7 step 1: keys from the UN-rotated latent
         if ((fg + lat.groups) * hd > cache.idx_k.size()) fail("layer {}: index key cache overflow", role.id);
-        index_keys(ctx, w, lat.latent, lat.groups, lat.first_group,
-                   std::span<float>(cache.idx_k).subspan(fg * hd, lat.groups * hd));
+        const std::span<float> keys = frame.uninit<float>(lat.groups * hd);
+        index_keys(ctx, w, lat.latent, lat.groups, lat.first_group, keys);
+        pack_bf16_rows(keys, cache.idx_k.data() + fg * hd, "index key");
         if (ctx.opt.index_keys == IndexKeys::kReference) seq.shared_index_k = role.id;
       }
       ctx.dump_f32(tag, "compressor_latent", {static_cast<std::int64_t>(lat.groups), static_cast<std::int64_t>(D)},
@@ -137,7 +142,7 @@ const std::vector<std::int64_t>& compressed_part(const ForwardContext& ctx, cons
       for (std::size_t g = 0; g < lat.groups; ++g) gpos[g] = (lat.first_group + static_cast<std::int64_t>(g)) * r;
       kernels::apply_rope(lat.latent, 1, D, *w.rope, gpos);
       fp4_e4m3_qdq_inplace(lat.latent);
-      std::copy(lat.latent.begin(), lat.latent.end(), cache.cmp_kv.begin() + static_cast<std::ptrdiff_t>(fg * D));
+      pack_bf16_rows(lat.latent, cache.cmp_kv.data() + fg * D, "compressed kv");
     }
     hand.ran[id] = 1;
     hand.n_cmp[id] = n_cmp;
@@ -160,7 +165,7 @@ const std::vector<std::int64_t>& compressed_part(const ForwardContext& ctx, cons
     return hand.topk[id];
   }
   // Index keys scored (§6.7 step 3, §16.2).
-  const float* K;
+  const std::uint16_t* K;
   if (ctx.opt.index_keys == IndexKeys::kReference) {
     if (seq.shared_index_k < 0)
       fail("layer {}: --index-keys reference and no index keys were ever published", role.id);
@@ -180,7 +185,7 @@ const std::vector<std::int64_t>& compressed_part(const ForwardContext& ctx, cons
   }
   OpTimer timer(ctx, "attention/indexer");
   const std::span<float> I = frame.uninit<float>(S * n_cmp);
-  index_scores(ctx, w, x, qr, std::span<const float>(K, n_cmp * hd), n_cmp, pos, cand_mask, I);
+  index_scores(ctx, w, x, qr, std::span<const std::uint16_t>(K, n_cmp * hd), n_cmp, pos, cand_mask, I);
   if (role.candidate_source) {
     auto& cand = hand.cand[id];
     // A decode step's mask grows by a row every r positions: reserve the whole context once
@@ -201,13 +206,19 @@ const std::vector<std::int64_t>& compressed_part(const ForwardContext& ctx, cons
 
 }  // namespace
 
+void pack_bf16_rows(std::span<const float> src, std::uint16_t* dst, const char* what) {
+  const std::size_t bad = pack_bf16_exact(src.data(), src.size(), dst);
+  if (bad != src.size())
+    fail("internal error: {} value {} (element {}) is not a bf16 value and cannot be cached exactly", what,
+         src[bad], bad);
+}
+
 void ring_write(LayerCache& cache, std::span<const float> kv, std::span<const std::int64_t> positions,
                 std::size_t W, std::size_t D) {
   const std::size_t n = positions.size();
   for (std::size_t i = (n > W ? n - W : 0); i < n; ++i) {
     const auto slot = static_cast<std::size_t>(positions[i] % static_cast<std::int64_t>(W));
-    std::copy_n(kv.begin() + static_cast<std::ptrdiff_t>(i * D), D,
-                cache.win_kv.begin() + static_cast<std::ptrdiff_t>(slot * D));
+    pack_bf16_rows(kv.subspan(i * D, D), cache.win_kv.data() + slot * D, "window kv");
     cache.win_pos[slot] = positions[i];
   }
 }
@@ -285,21 +296,19 @@ void attention_forward(const ForwardContext& ctx, const LayerWeights& w, Sequenc
   const std::size_t offset = wp.rows.size() / D;
 
   // kv rows: the window rows, then the kv source's compressed rows [0, n_cmp).
-  std::vector<float>& rows = wp.rows;
+  const std::vector<std::uint16_t>& rows = wp.rows;
   std::size_t width = wp.width, cw = 0;
   const std::vector<std::int64_t>* sel = nullptr;
   std::size_t n_c = 0;
-  const float* cmp_rows = nullptr;
+  const std::uint16_t* cmp_rows = nullptr;
+  thread_local std::vector<float> strict_rows;  // the strict kernel's one fp32 row array
   const bool fast = ctx.opt.numerics == kernels::Numerics::kFast;
   if (role.ratio > 0) {
     sel = &compressed_part(ctx, w, seq, hand, x, qr, S, start_pos, &cw, tag);
     const auto src = static_cast<std::size_t>(role.kv_from);
     n_c = hand.n_cmp[src];
     cmp_rows = seq.layers[src].cmp_kv.data();
-    // The strict kernel takes one row array; the fast one reads the cache in place.
-    if (!fast)
-      rows.insert(rows.end(), seq.layers[src].cmp_kv.begin(),
-                  seq.layers[src].cmp_kv.begin() + static_cast<std::ptrdiff_t>(n_c * D));
+    // The strict kernel takes one fp32 row array; the fast one reads the caches in place.
     ctx.dump_i64(tag, "attn_cmp_pos", {static_cast<std::int64_t>(S), static_cast<std::int64_t>(cw)}, sel->data());
   }
   const std::size_t K = width + cw;
@@ -331,10 +340,15 @@ void attention_forward(const ForwardContext& ctx, const LayerWeights& w, Sequenc
     const kernels::KvRows kvr{rows.data(), offset, cmp_rows, n_c};
     kernels::sparse_attn_fast(q, kvr, w.attn_sink, idx, scale, {S, H, D, K}, o, ctx.pool);
   } else {
+    // (A named reference: inside the workers, `strict_rows` would name their own thread's copy.)
+    std::vector<float>& srows = strict_rows;
+    srows.resize(rows.size() + n_c * D);
+    unpack_bf16(rows.data(), rows.size(), srows.data());
+    if (n_c > 0) unpack_bf16(cmp_rows, n_c * D, srows.data() + rows.size());
     // Queries are independent: split them over the pool (each query's arithmetic is unchanged).
     auto attend = [&](std::size_t s0, std::size_t s1) {
-      const kernels::SparseAttnShape shape{s1 - s0, H, D, rows.size() / D, K};
-      kernels::sparse_attn(q.subspan(s0 * H * D, (s1 - s0) * H * D), rows, w.attn_sink,
+      const kernels::SparseAttnShape shape{s1 - s0, H, D, srows.size() / D, K};
+      kernels::sparse_attn(q.subspan(s0 * H * D, (s1 - s0) * H * D), srows, w.attn_sink,
                            std::span<const std::int32_t>(idx).subspan(s0 * K, (s1 - s0) * K), scale, shape,
                            o.subspan(s0 * H * D, (s1 - s0) * H * D));
     };

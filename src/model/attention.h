@@ -37,6 +37,9 @@ void project_q(const ForwardContext& ctx, const LayerWeights& w, std::span<const
                std::span<float> q);
 void project_window_kv(const ForwardContext& ctx, const LayerWeights& w, std::span<const float> x, std::size_t S,
                        std::span<const std::int64_t> positions, std::span<float> kv);
+// Stores fp32 values that are bf16 values as a cache's bf16 bits; a value that is not one is a
+// bug upstream, reported naming `what` rather than rounded away.
+void pack_bf16_rows(std::span<const float> src, std::uint16_t* dst, const char* what);
 // Writes rows [S, D] for positions into the ring (only the last W matter).
 void ring_write(LayerCache& cache, std::span<const float> kv, std::span<const std::int64_t> positions,
                 std::size_t W, std::size_t D);

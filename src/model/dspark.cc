@@ -16,6 +16,7 @@
 #include "kernels/sparse_attention.h"
 #include "model/attention.h"
 #include "model/model.h"
+#include "numeric/bf16.h"
 #include "util/error.h"
 
 namespace dsv4 {
@@ -40,8 +41,9 @@ void dspark_attention(const ForwardContext& ctx, const LayerWeights& w, LayerCac
   std::vector<float> mkv(D);
   project_window_kv(ctx, w, main_x, 1, mpos, mkv);
   ring_write(ring, mkv, mpos, W, D);
-  std::vector<float> rows = ring.win_kv;
-  rows.insert(rows.end(), kv_d.begin(), kv_d.end());
+  std::vector<std::uint16_t> rows = ring.win_kv;  // bf16 bits, as the ring holds them
+  rows.resize(ring.win_kv.size() + kv_d.size());
+  pack_bf16_rows(kv_d, rows.data() + ring.win_kv.size(), "draft window kv");
   const std::size_t n_ring = std::min<std::size_t>(W, static_cast<std::size_t>(start_pos) + 1);
   const std::size_t K = n_ring + B;
   std::vector<std::int32_t> idx(B * K);
@@ -54,8 +56,11 @@ void dspark_attention(const ForwardContext& ctx, const LayerWeights& w, LayerCac
   if (ctx.opt.numerics == kernels::Numerics::kFast)
     kernels::sparse_attn_fast(q, {rows.data(), rows.size() / D, nullptr, 0}, w.attn_sink, idx, scale, {B, H, D, K}, o,
                               ctx.pool);
-  else
-    kernels::sparse_attn(q, rows, w.attn_sink, idx, scale, {B, H, D, rows.size() / D, K}, o);
+  else {
+    std::vector<float> rows_f(rows.size());
+    unpack_bf16(rows.data(), rows.size(), rows_f.data());
+    kernels::sparse_attn(q, rows_f, w.attn_sink, idx, scale, {B, H, D, rows.size() / D, K}, o);
+  }
   kernels::apply_rope(o, H, D, *w.rope, P, /*inverse=*/true);
   output_projection(ctx, w, o, B, out);
 }

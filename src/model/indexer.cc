@@ -33,7 +33,7 @@ void index_keys(const ForwardContext& ctx, const LayerWeights& w, std::span<cons
 }
 
 void index_scores(const ForwardContext& ctx, const LayerWeights& w, std::span<const float> x,
-                  std::span<const float> qr, std::span<const float> K, std::size_t T,
+                  std::span<const float> qr, std::span<const std::uint16_t> K_bits, std::size_t T,
                   std::span<const std::int64_t> positions, std::span<const std::uint8_t> cand, std::span<float> I) {
   const ModelConfig& c = ctx.cfg;
   const std::size_t S = positions.size();
@@ -51,12 +51,15 @@ void index_scores(const ForwardContext& ctx, const LayerWeights& w, std::span<co
   for (float& v : wts) v = round_bf16(kernels::mul32(v, mult));
   if (T == 0) return;
   if (!cand.empty() && cand.size() != S * T) fail("index_scores: candidate mask of {} for {}x{}", cand.size(), S, T);
+  if (K_bits.size() < T * hd) fail("index_scores: {} key elements for {}x{}", K_bits.size(), T, hd);
   if (ctx.opt.numerics == kernels::Numerics::kFast) {
     const std::span<std::int64_t> vis = frame.uninit<std::int64_t>(S);
     for (std::size_t s = 0; s < S; ++s) vis[s] = (positions[s] + 1) / w.role->ratio;
-    kernels::index_scores_fast(q, wts, K, vis, cand, {S, nh, hd, T}, I, ctx.pool);
+    kernels::index_scores_fast(q, wts, K_bits, vis, cand, {S, nh, hd, T}, I, ctx.pool);
     return;
   }
+  const std::span<float> K = frame.uninit<float>(T * hd);  // the strict dot takes fp32 rows
+  unpack_bf16(K_bits.data(), T * hd, K.data());
   const float neg_inf = -std::numeric_limits<float>::infinity();
   auto rows = [&](std::size_t s0, std::size_t s1) {
     ScratchFrame rf;  // this worker's own arena

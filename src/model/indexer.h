@@ -18,14 +18,14 @@ void index_keys(const ForwardContext& ctx, const LayerWeights& w, std::span<cons
                 std::int64_t first_group, std::span<float> k);
 
 // §6.7 steps 2–6: I [S, T] bf16 scores of queries at `positions` against keys K [T, hd], with
-// rows j ≥ c_s masked to −inf. x: the attention input [S, dim]; qr: q_norm(wq_a(x)) [S, q_lora].
+// rows j ≥ c_s masked to −inf (K_bits: the index-key cache, bf16 bit patterns). x: the attention input [S, dim]; qr: q_norm(wq_a(x)) [S, q_lora].
 //   q = FP4-QDQ(rope(wq_b(qr)));  w = bf16(bf16(weights_proj(x)) · fp32(hd^−½·nh^−½));
 //   score = bf16(Σ_d q·K); z = bf16(relu(score) · w); I = bf16(Σ_h z).
 // cand (empty or [S, T]): rows whose flag is 0 are −inf without being scored (§6.7 step 7 —
 // what bounds a candidate user's work by the candidate budget). Strict numerics: exact dots and
 // sums as the reference; fast: kernels::index_scores_fast (its fixed fp32 order). Written to I.
 void index_scores(const ForwardContext& ctx, const LayerWeights& w, std::span<const float> x,
-                  std::span<const float> qr, std::span<const float> K, std::size_t T,
+                  std::span<const float> qr, std::span<const std::uint16_t> K_bits, std::size_t T,
                   std::span<const std::int64_t> positions, std::span<const std::uint8_t> cand, std::span<float> I);
 
 // §6.7 step 8: the chosen rows per query, ascending, [S, k] with −1 padding at the end,

@@ -12,13 +12,13 @@ namespace {
 
 void init_cache(LayerCache& lc, const ModelConfig& c, const LayerRole& r, std::size_t max_len) {
   const auto W = static_cast<std::size_t>(c.window_size), D = static_cast<std::size_t>(c.head_dim);
-  lc.win_kv.assign(W * D, 0.0f);
+  lc.win_kv.assign(W * D, 0);
   lc.win_pos.assign(W, -1);
   if (r.kv_source && !r.is_mtp) {
     const auto ratio = static_cast<std::size_t>(r.ratio);
     const std::size_t cap = max_len / ratio + 1;
-    lc.cmp_kv.assign(cap * D, 0.0f);
-    lc.idx_k.assign(cap * static_cast<std::size_t>(c.index_head_dim), 0.0f);
+    lc.cmp_kv.assign(cap * D, 0);
+    lc.idx_k.assign(cap * static_cast<std::size_t>(c.index_head_dim), 0);
     if (ratio >= 2) {
       lc.kv_state.assign(ratio * D, 0.0f);
       lc.score_state.assign(ratio * D, -std::numeric_limits<float>::infinity());

@@ -2,8 +2,9 @@
 // All the state of one sequence (spec §14), sized by the sequence's own context, so that one
 // batch can hold sequences at different positions and a sequence can be reset and reused.
 //
-// Values are kept as fp32 holding bf16 (already FP8/FP4-representable) values; a packed store is
-// a later memory optimisation that cannot change results (§14).
+// The caches a decode step reads (window ring, compressed rows, index keys) hold bf16 values
+// (already FP8/FP4-representable) and store them as bf16 bit patterns: half the bytes of fp32,
+// and the same values (§14). The compressor's open-group tails are fp32, as in the reference.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -16,10 +17,10 @@ struct LayerRole;
 // One layer's caches: the window ring (every layer), for kv sources the compressed rows and the
 // index keys, for ratio ≥ 2 compressors the carried tail of the open group.
 struct LayerCache {
-  std::vector<float> win_kv;        // [W, head_dim]; slot = position mod W
+  std::vector<std::uint16_t> win_kv;  // [W, head_dim] bf16 bits; slot = position mod W
   std::vector<std::int64_t> win_pos;  // [W]: the position each slot holds, −1 empty
-  std::vector<float> cmp_kv;        // [max_len / r + 1, head_dim]: row j = group j (rotated, FP4 QDQ)
-  std::vector<float> idx_k;         // [max_len / r + 1, index_head_dim]: index keys of the groups
+  std::vector<std::uint16_t> cmp_kv;  // [max_len / r + 1, head_dim] bf16 bits: row j = group j (rotated, FP4 QDQ)
+  std::vector<std::uint16_t> idx_k;   // [max_len / r + 1, index_head_dim] bf16 bits: index keys of the groups
   std::vector<float> kv_state;      // [r, head_dim] fp32: the open group's kv (slot = pos mod r)
   std::vector<float> score_state;   // [r, head_dim] fp32: its gate scores (init −inf)
 };

@@ -7,6 +7,7 @@
 // they are header-only, constexpr and branch-light. They work on bits only: no fp environment
 // (rounding mode, FTZ/DAZ) can change their results, and subnormal bf16 values are kept exactly.
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -44,5 +45,21 @@ constexpr BF16 bf16_from_f32(float f) {
 
 // bf16(x) as the spec writes it: the fp32 value nearest to x that is representable in bf16.
 constexpr float round_bf16(float f) { return bf16_to_f32(bf16_from_f32(f)); }
+
+// The caches store bf16 values as their bit patterns (half the bytes of fp32, and what a decode
+// step reads). Packing is exact for values that are bf16 values — everything a cache holds has
+// been rounded or FP8/FP4-QDQ'd — and returns the index of the first value that is not one (a
+// bug upstream, never rounded away silently), or n when all are.
+inline std::size_t pack_bf16_exact(const float* src, std::size_t n, std::uint16_t* dst) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t u = std::bit_cast<std::uint32_t>(src[i]);
+    if ((u & 0xFFFFu) != 0) return i;
+    dst[i] = static_cast<std::uint16_t>(u >> 16);
+  }
+  return n;
+}
+inline void unpack_bf16(const std::uint16_t* src, std::size_t n, float* dst) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] = std::bit_cast<float>(static_cast<std::uint32_t>(src[i]) << 16);
+}
 
 }  // namespace dsv4

@@ -42,10 +42,22 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return true;
 }
 
+// The bf16 bit patterns of values that are bf16 values (the form the caches hold them in).
+std::vector<std::uint16_t> bf16_bits(const std::vector<float>& v) {
+  std::vector<std::uint16_t> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::uint32_t u = test::bits(v[i]);
+    EXPECT_EQ(u & 0xFFFFu, 0u) << "test data " << i << " is not a bf16 value";
+    out[i] = static_cast<std::uint16_t>(u >> 16);
+  }
+  return out;
+}
+
 struct AttnCase {
   FastAttnShape sh;
   std::size_t rows_a = 0, rows_b = 0;
   std::vector<float> q, a, b, sink;
+  std::vector<std::uint16_t> a_bits, b_bits;
   std::vector<std::int32_t> idx;
   float scale = 0;
 
@@ -66,8 +78,10 @@ struct AttnCase {
         idx[t * K + j] = v;
       }
     scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+    a_bits = bf16_bits(a);
+    b_bits = bf16_bits(b);
   }
-  KvRows kv() const { return {a.data(), rows_a, b.data(), rows_b}; }
+  KvRows kv() const { return {a_bits.data(), rows_a, b_bits.data(), rows_b}; }
   std::vector<float> run(SimdPath p, ThreadPool* pool) const {
     std::vector<float> out(sh.queries * sh.heads * sh.dim, -1.0f);
     sparse_attn_fast(q, kv(), sink, idx, scale, sh, out, pool, p);
@@ -123,7 +137,7 @@ TEST(SparseAttnFast, AgreesWithDoubleReferenceAndStrict) {
       for (std::size_t j = 0; j < K; ++j) {
         const std::int32_t v = c.idx[t * K + j];
         if (v < 0) continue;
-        const float* row = c.kv().row(static_cast<std::size_t>(v), D);
+        const float* row = rows.data() + static_cast<std::size_t>(v) * D;  // slot v of a, then b
         double d = 0;
         for (std::size_t k = 0; k < D; ++k) d += static_cast<double>(c.q[(t * H + h) * D + k]) * row[k];
         s.push_back(d * c.scale);
@@ -185,7 +199,7 @@ struct IndexCase {
   }
   std::vector<float> run(SimdPath p, ThreadPool* pool) const {
     std::vector<float> I(sh.queries * sh.keys, 7.0f);
-    index_scores_fast(q, w, K, visible, cand, sh, I, pool, p);
+    index_scores_fast(q, w, bf16_bits(K), visible, cand, sh, I, pool, p);
     return I;
   }
 };
@@ -222,10 +236,32 @@ TEST(IndexScoresFast, MasksAndSplitsLeaveEveryOtherBitAlone) {
   for (std::size_t s = 0; s < masked.sh.queries; ++s) {
     std::vector<float> I(T);
     index_scores_fast(std::span<const float>(open.q).subspan(s * nh * hd, nh * hd),
-                      std::span<const float>(open.w).subspan(s * nh, nh), open.K,
+                      std::span<const float>(open.w).subspan(s * nh, nh), bf16_bits(open.K),
                       std::span<const std::int64_t>(open.visible).subspan(s, 1), {}, {1, nh, hd, T}, I, nullptr);
     EXPECT_TRUE(same_bits(I, std::vector<float>(Io.begin() + static_cast<std::ptrdiff_t>(s * T),
                                                 Io.begin() + static_cast<std::ptrdiff_t>((s + 1) * T))));
+  }
+}
+
+// The contract of attention_fast.h written out in scalar code: sequential fp32 FMA dots, the
+// bf16 roundings, the ascending-head sum, the masks. Every path gives exactly these bits.
+TEST(IndexScoresFast, IsTheDefinitionBitForBit) {
+  for (auto [S, nh, hd, T] : std::vector<std::array<std::size_t, 4>>{{3, 32, 128, 150}, {2, 20, 40, 37}, {2, 48, 16, 9}}) {
+    const IndexCase c(S, nh, hd, T, true, S + nh + T);
+    std::vector<float> want(S * T);
+    for (std::size_t s = 0; s < S; ++s)
+      for (std::size_t t = 0; t < T; ++t) {
+        float sum = 0.0f;
+        for (std::size_t h = 0; h < nh; ++h) {
+          float e = 0.0f;
+          for (std::size_t d = 0; d < hd; ++d) e = std::fma(c.q[(s * nh + h) * hd + d], c.K[t * hd + d], e);
+          const float sc = test::to_bf16_value(e);
+          sum += test::to_bf16_value((sc > 0.0f ? sc : 0.0f) * c.w[s * nh + h]);
+        }
+        const bool on = static_cast<std::int64_t>(t) < c.visible[s] && c.cand[s * T + t];
+        want[s * T + t] = on ? test::to_bf16_value(sum) : -std::numeric_limits<float>::infinity();
+      }
+    for (SimdPath p : paths()) EXPECT_TRUE(same_bits(c.run(p, nullptr), want)) << simd_path_name(p) << " nh=" << nh;
   }
 }
 

@@ -126,13 +126,12 @@ std::string op_label(const std::string& name) {
 }
 
 // Bytes one decode step reads at position `pos`: the weights it touches (once for the whole
-// batch) and each sequence's cache rows. The memory plan counts cache rows in the bf16 layout of
-// spec §14; this engine keeps them as fp32 (the values are exact either way), so a step reads
-// twice the plan's cache bytes.
+// batch) and each sequence's cache rows, in the bf16 layout the memory plan counts and the
+// caches use (spec §14, model/sequence_state.h).
 double decode_bytes_per_step(const ModelConfig& c, const Manifest& man, const Model& m, std::size_t pos,
                              std::size_t batch) {
   const MemoryPlan plan = plan_memory(c, man, m.weights().roles(), static_cast<std::int64_t>(pos), 1);
-  const double cache = static_cast<double>(plan.decode_cache_bytes) * (sizeof(float) / 2.0);
+  const double cache = static_cast<double>(plan.decode_cache_bytes);
   return static_cast<double>(plan.decode_weight_bytes) + cache * static_cast<double>(batch);
 }
 
