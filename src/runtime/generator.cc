@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "text/stream_detokenizer.h"
+#include "runtime/decode_stream.h"
 #include "util/error.h"
 
 namespace dsv4 {
@@ -38,13 +38,10 @@ GenerationResult Generator::generate(SequenceState& seq, std::span<const std::in
   for (std::size_t i = 0; i < prompt.size(); ++i)
     if (prompt[i] < 0 || static_cast<std::size_t>(prompt[i]) >= V)
       fail("prompt token {} (id {}) is outside the model's vocabulary 0..{}", i, prompt[i], V - 1);
-  Sampler sampler(p.sampling);
-  StreamOptions so;
-  so.stop_strings = p.stop_strings;
-  StreamDetokenizer detok(tok_, so);
+  DecodeStream stream(tok_, p);  // validates the sampling parameters and stop strings
   auto cancelled = [&] { return cancel != nullptr && cancel->load(std::memory_order_relaxed); };
 
-  GenerationResult r;
+  GenerationResult& r = stream.result();
   r.timings.prompt_tokens = prompt.size();
   const auto t0 = Clock::now();
   std::vector<std::int64_t> ids64;
@@ -66,65 +63,22 @@ GenerationResult Generator::generate(SequenceState& seq, std::span<const std::in
   if (p.max_new_tokens == 0) return r;  // prefill only (the last logits are discarded)
 
   Clock::time_point t1{};
-  auto finish_text = [&] {
-    const StreamChunk tail = detok.finish();
-    r.text += tail.text;
-    if (tail.stopped) {
-      r.finish = FinishReason::kStopString;
-      r.stop_index = tail.stop_index;
-    }
-    return tail.text;
-  };
   while (true) {
-    SampledToken t = sampler.sample(last, p.top_logprobs);
-    if (r.ids.empty()) {
+    const bool first = r.ids.empty();
+    const DecodeStream::Step st =
+        stream.step(last, static_cast<std::size_t>(seq.pos()) >= seq.max_len(), cancelled());
+    if (first) {
       t1 = Clock::now();
       r.timings.ttft_s = std::chrono::duration<double>(t1 - t0).count();
     }
-    sampler.accept(t.id);
-    r.ids.push_back(t.id);
-    r.tokens.push_back(t);
-    r.has_pending = true;
-    std::string released;
-    bool done = false;
-    if (std::find(p.stop_tokens.begin(), p.stop_tokens.end(), t.id) != p.stop_tokens.end()) {
-      r.finish = FinishReason::kStopToken;
-      released = finish_text();
-      done = true;
-    } else {
-      const StreamChunk c = detok.push(t.id);
-      released = c.text;
-      r.text += c.text;
-      if (c.stopped) {
-        r.finish = FinishReason::kStopString;
-        r.stop_index = c.stop_index;
-        done = true;
-      }
-    }
-    if (!done && r.ids.size() >= p.max_new_tokens) {
-      r.finish = FinishReason::kLength;
-      released += finish_text();
-      done = true;
-    }
-    if (!done && static_cast<std::size_t>(seq.pos()) >= seq.max_len()) {
-      r.finish = FinishReason::kContext;
-      released += finish_text();
-      done = true;
-    }
-    if (!done && cancelled()) {
-      r.finish = FinishReason::kCancelled;
-      released += finish_text();
-      done = true;
-    }
-    if (cb.on_token) cb.on_token(t, released);
-    if (done) break;
+    if (cb.on_token) cb.on_token(*st.token, st.released);
+    if (st.done) break;
     if (cancelled()) {  // set during the callback: stop before spending another forward step
-      r.finish = FinishReason::kCancelled;
-      const std::string tail = finish_text();
+      const std::string tail = stream.cancel();
       if (cb.on_text && !tail.empty()) cb.on_text(tail);
       break;
     }
-    const std::int64_t id = t.id;
+    const std::int64_t id = r.ids.back();
     // The step writes into `last` (the model allocates nothing in steady state; see model.h).
     const BatchItem item{&seq, std::span<const std::int64_t>(&id, 1)};
     model_.forward_batch_into({&item, 1}, last);
@@ -132,7 +86,7 @@ GenerationResult Generator::generate(SequenceState& seq, std::span<const std::in
   }
   r.timings.generated_tokens = r.ids.size();
   r.timings.decode_s = since(t1);
-  return r;
+  return std::move(r);
 }
 
 }  // namespace dsv4
