@@ -7,7 +7,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 pkgs=(cmake ninja-build g++ clang libclang-rt-14-dev pkg-config
       nlohmann-json3-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-      libicu-dev libcpp-httplib-dev python3 python3-numpy ca-certificates)
+      libicu-dev libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev python3 python3-numpy ca-certificates)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

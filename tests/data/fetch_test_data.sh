@@ -9,6 +9,7 @@
 #   node_modules/tokenizers                the official Hugging Face `tokenizers` Rust library's
 #                                          Node binding (prebuilt binaries inside the package),
 #                                          the independent reference of engram_map_reference.js
+#   node_modules/openai, @anthropic-ai/sdk the official API SDKs (tests/serve/sdk_test.mjs)
 #
 # Needs node and npm; reaches only the npm registry.
 set -euo pipefail
@@ -33,6 +34,18 @@ else
   echo "tokenizers: npm install tokenizers@$TOKENIZERS_VERSION"
   npm install --prefix "$dest" --no-audit --no-fund --silent "tokenizers@$TOKENIZERS_VERSION"
   node -e "require('$dest/node_modules/tokenizers')"
+fi
+
+# The official API SDKs that drive `dsv4 serve` in tests/serve/sdk_test.mjs (both run on
+# Node.js 20).
+OPENAI_VERSION="6.49.0"
+ANTHROPIC_VERSION="1.17.0"
+have_sdk() { node -p "try { require('$dest/node_modules/$1/package.json').version } catch (e) { '' }"; }
+if [ "$(have_sdk openai)" = "$OPENAI_VERSION" ] && [ "$(have_sdk @anthropic-ai/sdk)" = "$ANTHROPIC_VERSION" ]; then
+  echo "SDKs: present (openai $OPENAI_VERSION, @anthropic-ai/sdk $ANTHROPIC_VERSION)"
+else
+  echo "SDKs: npm install openai@$OPENAI_VERSION @anthropic-ai/sdk@$ANTHROPIC_VERSION"
+  npm install --prefix "$dest" --no-audit --no-fund --silent "openai@$OPENAI_VERSION" "@anthropic-ai/sdk@$ANTHROPIC_VERSION"
 fi
 
 echo "test data ready in $dest"

@@ -27,6 +27,7 @@ void register_all(CLI::App& app) {
   register_chat(app);
   register_perplexity(app);
   register_bench(app);
+  register_serve(app);
 }
 
 int run_selected(CLI::App& app) {

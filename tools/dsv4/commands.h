@@ -25,5 +25,6 @@ void register_run(CLI::App& app);
 void register_chat(CLI::App& app);
 void register_perplexity(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_serve(CLI::App& app);
 
 }  // namespace dsv4::cli
