@@ -60,6 +60,11 @@ std::size_t BatchScheduler::queued() const {
 
 std::size_t BatchScheduler::running() const { return running_.load(); }
 
+void BatchScheduler::cancel_all() {
+  cancel_all_.store(true);
+  cv_.notify_all();
+}
+
 void BatchScheduler::submit(const std::shared_ptr<Job>& job) {
   const GenerationParams& p = job->params();
   if (job->prompt().empty()) throw ApiError(ApiErrorKind::invalid_request, "the prompt is empty");
@@ -82,7 +87,7 @@ void BatchScheduler::submit(const std::shared_ptr<Job>& job) {
   }
   {
     std::lock_guard lk(mu_);
-    if (stop_) throw ApiError(ApiErrorKind::server, "the server is shutting down");
+    if (stop_ || cancel_all_.load()) throw ApiError(ApiErrorKind::server, "the server is shutting down");
     if (queue_.size() >= opts_.max_queue)
       throw ApiError(ApiErrorKind::overloaded,
                      fmt::format("the server is busy: {} requests are waiting (--max-queue); retry later",
@@ -115,7 +120,7 @@ void BatchScheduler::admit() {
     while (active_.size() < opts_.parallel && !queue_.empty()) {
       std::shared_ptr<Job> job = std::move(queue_.front());
       queue_.pop_front();
-      if (job->cancelled()) {
+      if (job->cancelled() || cancel_all_.load()) {
         refused.push_back(std::move(job));
         continue;
       }
@@ -174,7 +179,7 @@ void BatchScheduler::loop() {
 void BatchScheduler::step() {
   // Cancelled jobs leave before the step: their slot is free for the next one.
   for (Active& a : active_)
-    if (a.job->cancelled()) finish(a, a.stream->cancel());
+    if (a.job->cancelled() || cancel_all_.load()) finish(a, a.stream->cancel());
   std::erase_if(active_, [](const Active& a) { return !a.job; });
   if (active_.empty()) {
     running_.store(0);

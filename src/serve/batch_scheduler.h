@@ -92,6 +92,10 @@ class BatchScheduler {
   // prompt, a token outside the vocabulary or bad sampling parameters.
   void submit(const std::shared_ptr<Job>& job);
 
+  // Ends every queued and running job before the next step (they finish as cancelled, with the
+  // text they have), and refuses new ones: the server's shutdown.
+  void cancel_all();
+
   const SchedulerOptions& options() const { return opts_; }
   std::size_t queued() const;
   std::size_t running() const;
@@ -118,6 +122,7 @@ class BatchScheduler {
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> queue_;
   bool stop_ = false;
+  std::atomic<bool> cancel_all_{false};
   // Worker-thread state.
   std::vector<std::unique_ptr<SequenceState>> slots_;
   std::vector<bool> slot_busy_;

@@ -115,6 +115,9 @@ void ApiServer::bind() {
 void ApiServer::listen() { http_->listen_after_bind(); }
 
 void ApiServer::stop() {
+  // Requests in flight end now (streams get their final events), so the connection threads
+  // that listen() joins are free.
+  if (scheduler_) scheduler_->cancel_all();
   if (http_) http_->stop();
 }
 

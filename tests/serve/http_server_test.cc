@@ -146,6 +146,13 @@ TEST_F(HttpServerTest, ChatAnswerIsTheEngineOutputStreamedOrNot) {
   EXPECT_EQ(finish, j["choices"][0]["finish_reason"]);
   const Json& usage = chunks[chunks.size() - 2]["usage"];
   EXPECT_EQ(usage["completion_tokens"], a.ids.size());
+  // Both requests are in the metrics: tokens, and a time to first token each.
+  auto m = client().Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->body.find("# TYPE dsv4_time_to_first_token_seconds histogram"), std::string::npos);
+  EXPECT_NE(m->body.find("dsv4_inter_token_latency_seconds_bucket{le=\"+Inf\"}"), std::string::npos);
+  EXPECT_GE(server_->metrics().ttft.count(), 2u);
+  EXPECT_GE(server_->metrics().generated_tokens.load(), 2 * a.ids.size());
 }
 
 TEST_F(HttpServerTest, SixteenConcurrentClientsGetTheirAloneAnswers) {
@@ -183,6 +190,38 @@ TEST_F(HttpServerTest, SixteenConcurrentClientsGetTheirAloneAnswers) {
       EXPECT_EQ(lp[t]["bytes"].get<std::vector<int>>(), want) << "request " << i << " token " << t;
     }
   }
+}
+
+TEST_F(HttpServerTest, KeepAliveCommentsWhileAPromptIsPrefilled) {
+  // A second server on the same (idle) model whose keep-alive interval is shorter than one
+  // prefill step: while a long prompt is read in 4-token chunks, the stream carries comments.
+  ServerOptions so;
+  so.port = 0;
+  so.model_name = "tiny";
+  so.scheduler.parallel = 1;
+  so.scheduler.ctx_per_seq = 256;
+  so.scheduler.prefill_chunk = 4;
+  so.keep_alive_ms = 1;
+  ApiServer second(*model_, *tok_, so);
+  second.bind();
+  std::thread t([&] { second.listen(); });
+  std::string words;
+  for (int i = 0; i < 60; ++i) words += "word" + std::to_string(i) + " ";
+  Json b = chat(words, 2);
+  b["stream"] = true;
+  httplib::Client c("127.0.0.1", second.bound_port());
+  c.set_read_timeout(120, 0);
+  auto r = c.Post("/v1/chat/completions", b.dump(), "application/json");
+  second.stop();
+  t.join();
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  const std::size_t comment = r->body.find(": keep-alive\n\n");
+  const std::size_t first_content = r->body.find("\"content\":\"", r->body.find("\"content\":\"\"") + 1);
+  EXPECT_NE(comment, std::string::npos);
+  EXPECT_LT(comment, first_content);  // sent while the prompt was being read
+  const std::vector<Json> chunks = sse(r->body);  // the comments do not disturb the events
+  EXPECT_EQ(chunks.back(), Json("[DONE]"));
 }
 
 TEST_F(HttpServerTest, DisconnectMidStreamFreesTheSequence) {
