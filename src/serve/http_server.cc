@@ -166,6 +166,33 @@ void ApiServer::routes() {
               {"last_id", served_.name}};
     res.set_content(dump(j), "application/json");
   });
+  s.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(ApiKind::openai_chat, req, res)) return;
+    if (req.matches[1] != served_.name) {
+      send_error(ApiKind::openai_chat,
+                 ApiError(ApiErrorKind::not_found, fmt::format("the model '{}' does not exist", req.matches[1].str()),
+                          "model"),
+                 res);
+      return;
+    }
+    Json m = {{"id", served_.name}, {"object", "model"}, {"created", 0}, {"owned_by", "dsv4"},
+              {"max_model_len", served_.ctx_per_seq}, {"type", "model"}, {"display_name", served_.name},
+              {"created_at", "1970-01-01T00:00:00Z"}};
+    res.set_content(dump(m), "application/json");
+  });
+  // Anthropic's token counting: the prompt the request would run, tokenized, without running it.
+  s.Post("/v1/messages/count_tokens", [this](const httplib::Request& req, httplib::Response& res) {
+    ++metrics_.requests_total;
+    if (!authorized(ApiKind::anthropic_messages, req, res)) return;
+    try {
+      Json body = parse_body(req.body);
+      if (!body.contains("max_tokens")) body["max_tokens"] = 1;  // not part of this request's shape
+      const PreparedRequest pr = prepare(parse_anthropic_messages(body), tok_, served_);
+      res.set_content(dump(Json{{"input_tokens", pr.prompt.size()}}), "application/json");
+    } catch (const ApiError& e) {
+      send_error(ApiKind::anthropic_messages, e, res);
+    }
+  });
   s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
     generate(ApiKind::openai_chat, req, res);
   });

@@ -329,6 +329,22 @@ TEST_F(HttpServerTest, BadRequestsGetTheRightErrorsAndTheServerKeepsServing) {
   auto models = client().Get("/v1/models");
   ASSERT_TRUE(models);
   EXPECT_EQ(Json::parse(models->body)["data"][0]["id"], "tiny");
+  auto one = client().Get("/v1/models/tiny");
+  ASSERT_TRUE(one);
+  EXPECT_EQ(Json::parse(one->body)["id"], "tiny");
+  auto other = client().Get("/v1/models/gpt-4");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 404);
+  // count_tokens: the prompt a messages request would run, counted without running it.
+  const std::string msgs = R"({"model":"tiny","system":"Be brief.","messages":[{"role":"user","content":"How many?"}]})";
+  auto count = client().Post("/v1/messages/count_tokens", msgs, "application/json");
+  ASSERT_TRUE(count);
+  ASSERT_EQ(count->status, 200) << count->body;
+  Json run = Json::parse(msgs);
+  run["max_tokens"] = 1;
+  auto ran = client().Post("/v1/messages", run.dump(), "application/json");
+  ASSERT_TRUE(ran);
+  EXPECT_EQ(Json::parse(count->body)["input_tokens"], Json::parse(ran->body)["usage"]["input_tokens"]);
 }
 
 }  // namespace
