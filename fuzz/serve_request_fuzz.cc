@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "serve/anthropic_api.h"
+#include "serve/api_json.h"
 #include "serve/openai_api.h"
 #include "serve/request_runner.h"
 #include "util/error.h"
@@ -50,10 +51,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size < 2) return 0;
   const ApiKind api = data[0] % 3 == 0 ? ApiKind::openai_chat : data[0] % 3 == 1 ? ApiKind::openai_completion
                                                                                  : ApiKind::anthropic_messages;
-  // The server's own first step: a body that is not a JSON object never reaches a parser.
-  const auto body = nlohmann::ordered_json::parse(data + 1, data + size, nullptr, false);
-  if (body.is_discarded() || !body.is_object()) return 0;
   try {
+    // The server's own first step: only a JSON object of bounded depth reaches a parser.
+    const auto body = api::parse_request_json(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
     ServeRequest r = api == ApiKind::openai_chat         ? parse_openai_chat(body)
                      : api == ApiKind::openai_completion ? parse_openai_completion(body)
                                                          : parse_anthropic_messages(body);

@@ -11,6 +11,34 @@
 
 namespace dsv4::serve::api {
 
+ojson parse_request_json(std::string_view text, std::size_t max_depth) {
+  std::size_t depth = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth)
+        throw ApiError(ApiErrorKind::invalid_request,
+                       fmt::format("the request body nests JSON deeper than {} levels", max_depth));
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  ojson j;
+  try {
+    j = ojson::parse(text);
+  } catch (const ojson::exception& e) {  // parse_error, and out_of_range for a number like 1e99999
+    throw ApiError(ApiErrorKind::invalid_request, fmt::format("the request body is not valid JSON: {}", e.what()));
+  }
+  if (!j.is_object()) throw ApiError(ApiErrorKind::invalid_request, "the request body must be a JSON object");
+  return j;
+}
+
 void bad(const std::string& param, std::string_view what) {
   throw ApiError(ApiErrorKind::invalid_request, param.empty() ? std::string(what) : fmt::format("{}: {}", param, what),
                  param);

@@ -23,6 +23,12 @@ namespace dsv4::serve::api {
 
 using ojson = nlohmann::ordered_json;
 
+// A request body: a JSON object nested at most `max_depth` levels. The depth is checked on the
+// text before parsing, because the library's dump and comparison recurse: a body of a million
+// '[' would otherwise exhaust a handler thread's stack when it is rendered into the prompt.
+// Throws ApiError(invalid_request) naming what is wrong.
+ojson parse_request_json(std::string_view text, std::size_t max_depth = 128);
+
 // ApiError(invalid_request, "<param>: <what>", param).
 [[noreturn]] void bad(const std::string& param, std::string_view what);
 

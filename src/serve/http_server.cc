@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "serve/anthropic_api.h"
+#include "serve/api_json.h"
 #include "serve/openai_api.h"
 #include "util/error.h"
 
@@ -15,17 +16,7 @@ using Json = nlohmann::ordered_json;
 
 std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
-// The request body as JSON; a body that is not a JSON object is the client's error.
-Json parse_body(const std::string& body) {
-  Json j;
-  try {
-    j = Json::parse(body);
-  } catch (const Json::parse_error& e) {
-    throw ApiError(ApiErrorKind::invalid_request, fmt::format("the request body is not valid JSON: {}", e.what()));
-  }
-  if (!j.is_object()) throw ApiError(ApiErrorKind::invalid_request, "the request body must be a JSON object");
-  return j;
-}
+Json parse_body(const std::string& body) { return api::parse_request_json(body); }
 
 // Compares two strings in time independent of where they first differ.
 bool same_secret(const std::string& a, const std::string& b) {

@@ -278,6 +278,7 @@ TEST_F(HttpServerTest, BadRequestsGetTheRightErrorsAndTheServerKeepsServing) {
   const std::vector<Case> cases = {
       {"/v1/chat/completions", "{not json", 400, "invalid_request_error"},
       {"/v1/chat/completions", "[1,2]", 400, "invalid_request_error"},
+      {"/v1/chat/completions", R"({"temperature":1e99999,"messages":[]})", 400, "invalid_request_error"},
       {"/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"temperature":"hot"})", 400,
        "invalid_request_error"},
       {"/v1/chat/completions", R"({"messages":"hi"})", 400, "invalid_request_error"},
@@ -290,6 +291,10 @@ TEST_F(HttpServerTest, BadRequestsGetTheRightErrorsAndTheServerKeepsServing) {
        "invalid_request_error"},
       {"/v1/nothing", "{}", 404, "not_found_error"},
       {"/v1/chat/completions", std::string(70000, ' '), 413, "invalid_request_error"},
+      // Nesting that would exhaust a handler's stack when rendered is refused before parsing.
+      {"/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"tools":)" + std::string(20000, '[') +
+                                   std::string(20000, ']') + "}",
+       400, "invalid_request_error"},
   };
   for (const Case& c : cases) {
     auto r = client().Post(c.path.c_str(), c.body, "application/json");
