@@ -301,6 +301,19 @@ ojson completion_logprobs(const std::vector<ServeToken>& tokens, std::size_t& ch
                {"text_offset", std::move(offsets)}};
 }
 
+// The last chunk of a stream with include_usage: no choices, the usage (OpenAI's shape).
+ojson usage_chunk(const std::string& id, const char* object, std::int64_t created, const std::string& model,
+                  const ServeUsage& u) {
+  ojson c;
+  c["id"] = id;
+  c["object"] = object;
+  c["created"] = created;
+  c["model"] = model;
+  c["choices"] = ojson::array();
+  c["usage"] = usage_json(u);
+  return c;
+}
+
 // A finish that ended normally after tool calls is a tool-call finish, whatever the caller said.
 const char* chat_finish_reason(ServeFinish f, bool any_calls) {
   if (f == ServeFinish::stop && any_calls) return "tool_calls";
@@ -542,16 +555,7 @@ std::vector<ojson> OpenAIChatStream::finish(ServeFinish f, const ServeUsage& u) 
   ojson last = chunk(ojson::object());
   last["choices"][0]["finish_reason"] = chat_finish_reason(f, calls_ > 0);
   out.push_back(std::move(last));
-  if (include_usage_) {
-    ojson c;
-    c["id"] = id_;
-    c["object"] = "chat.completion.chunk";
-    c["created"] = created_;
-    c["model"] = model_;
-    c["choices"] = ojson::array();
-    c["usage"] = usage_json(u);
-    out.push_back(std::move(c));
-  }
+  if (include_usage_) out.push_back(usage_chunk(id_, "chat.completion.chunk", created_, model_, u));
   return out;
 }
 
@@ -592,16 +596,7 @@ std::vector<ojson> OpenAICompletionStream::finish(ServeFinish f, const ServeUsag
   choice["logprobs"] = nullptr;
   choice["finish_reason"] = openai_finish_reason(f);
   out.push_back(chunk(std::move(choice)));
-  if (include_usage_) {
-    ojson c;
-    c["id"] = id_;
-    c["object"] = "text_completion";
-    c["created"] = created_;
-    c["model"] = model_;
-    c["choices"] = ojson::array();
-    c["usage"] = usage_json(u);
-    out.push_back(std::move(c));
-  }
+  if (include_usage_) out.push_back(usage_chunk(id_, "text_completion", created_, model_, u));
   return out;
 }
 

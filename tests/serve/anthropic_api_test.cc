@@ -8,29 +8,19 @@
 
 #include <gtest/gtest.h>
 
+#include "api_test_util.h"
+
 namespace dsv4::serve {
 namespace {
 
-using ojson = nlohmann::ordered_json;
-
-ojson J(const char* text) { return ojson::parse(text); }
+using api_test::error_of;
+using api_test::J;
+using api_test::ojson;
 
 ojson body_with(const ojson& extra = ojson::object()) {
-  ojson b = J(R"({"model": "claude-compatible", "max_tokens": 64,
-                  "messages": [{"role": "user", "content": "hi"}]})");
-  for (auto it = extra.begin(); it != extra.end(); ++it) b[it.key()] = it.value();
-  return b;
-}
-
-template <typename F>
-ApiError error_of(F&& f) {
-  try {
-    f();
-  } catch (const ApiError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no ApiError thrown";
-  return ApiError(ApiErrorKind::server, "none");
+  return api_test::merged(J(R"({"model": "claude-compatible", "max_tokens": 64,
+                            "messages": [{"role": "user", "content": "hi"}]})"),
+                      extra);
 }
 
 std::vector<std::string> texts(const ChatMessage& m) {

@@ -9,31 +9,18 @@
 
 #include <gtest/gtest.h>
 
+#include "api_test_util.h"
+
 namespace dsv4::serve {
 namespace {
 
-using ojson = nlohmann::ordered_json;
+using api_test::error_of;
+using api_test::J;
+using api_test::ojson;
 
-ojson J(const char* text) { return ojson::parse(text); }
-
-// A minimal valid chat body with `extra`'s fields merged in (a null value erases nothing: it is
-// sent as null, which the parser reads as absent).
+// A minimal valid chat body with `extra`'s fields merged in.
 ojson chat_body(const ojson& extra = ojson::object()) {
-  ojson b = J(R"({"messages": [{"role": "user", "content": "hi"}]})");
-  for (auto it = extra.begin(); it != extra.end(); ++it) b[it.key()] = it.value();
-  return b;
-}
-
-// The ApiError a parse throws (fails the test if none).
-template <typename F>
-ApiError error_of(F&& f) {
-  try {
-    f();
-  } catch (const ApiError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no ApiError thrown";
-  return ApiError(ApiErrorKind::server, "none");
+  return api_test::merged(J(R"({"messages": [{"role": "user", "content": "hi"}]})"), extra);
 }
 
 std::string text_of(const ChatMessage& m) {

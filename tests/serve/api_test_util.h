@@ -1,0 +1,34 @@
+#pragma once
+// Helpers shared by the API translation tests.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "serve/api_error.h"
+
+namespace dsv4::serve::api_test {
+
+using ojson = nlohmann::ordered_json;
+
+inline ojson J(const char* text) { return ojson::parse(text); }
+
+// `base` with `extra`'s fields merged in (a null value is sent as null, which the parsers read as
+// absent).
+inline ojson merged(ojson base, const ojson& extra) {
+  for (auto it = extra.begin(); it != extra.end(); ++it) base[it.key()] = it.value();
+  return base;
+}
+
+// The ApiError a call throws (fails the test if none).
+template <typename F>
+ApiError error_of(F&& f) {
+  try {
+    f();
+  } catch (const ApiError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no ApiError thrown";
+  return ApiError(ApiErrorKind::server, "none");
+}
+
+}  // namespace dsv4::serve::api_test
