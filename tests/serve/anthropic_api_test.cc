@@ -14,6 +14,7 @@ namespace dsv4::serve {
 namespace {
 
 using api_test::error_of;
+using api_test::fragment;
 using api_test::J;
 using api_test::ojson;
 
@@ -345,17 +346,6 @@ TEST(AnthropicResponse, InvalidUtf8StaysValidJson) {
 }
 
 // ---- Streaming ----
-
-ToolCallDelta fragment(std::size_t index, bool begins, std::string name, std::string args, bool ends) {
-  ToolCallDelta d;
-  d.index = index;
-  d.begins = begins;
-  d.name = std::move(name);
-  d.arguments = std::move(args);
-  d.ends = ends;
-  d.complete = ends;
-  return d;
-}
 
 TEST(AnthropicStreamTest, ReasoningTextToolUseSequence) {
   AnthropicStream s("msg_s1", "deepseek-v4.1", 42);

@@ -4,7 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <string>
+
 #include "serve/api_error.h"
+#include "text/output_parser.h"
 
 namespace dsv4::serve::api_test {
 
@@ -29,6 +32,18 @@ ApiError error_of(F&& f) {
   }
   ADD_FAILURE() << "no ApiError thrown";
   return ApiError(ApiErrorKind::server, "none");
+}
+
+// One tool-call fragment of a parser delta (complete when it ends the call).
+inline ToolCallDelta fragment(std::size_t index, bool begins, std::string name, std::string args, bool ends) {
+  ToolCallDelta d;
+  d.index = index;
+  d.begins = begins;
+  d.name = std::move(name);
+  d.arguments = std::move(args);
+  d.ends = ends;
+  d.complete = ends;
+  return d;
 }
 
 }  // namespace dsv4::serve::api_test

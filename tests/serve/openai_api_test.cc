@@ -15,6 +15,7 @@ namespace dsv4::serve {
 namespace {
 
 using api_test::error_of;
+using api_test::fragment;
 using api_test::J;
 using api_test::ojson;
 
@@ -543,17 +544,6 @@ TEST(OpenAIResponse, CompletionWithLogprobsAndTextOffsets) {
 }
 
 // ---- Streaming ----
-
-ToolCallDelta fragment(std::size_t index, bool begins, std::string name, std::string args, bool ends) {
-  ToolCallDelta d;
-  d.index = index;
-  d.begins = begins;
-  d.name = std::move(name);
-  d.arguments = std::move(args);
-  d.ends = ends;
-  d.complete = ends;
-  return d;
-}
 
 TEST(OpenAIChatStreamTest, ChunkSequence) {
   OpenAIChatStream s("chatcmpl-s1", 77, "deepseek-v4.1", /*include_usage=*/true);
