@@ -531,31 +531,61 @@ std::vector<SseEvent> AnthropicStream::delta(const ParseDelta& d) {
     out.push_back(SseEvent{"content_block_delta",
                            ojson{{"type", "content_block_delta"}, {"index", index_}, {"delta", std::move(delta)}}});
   };
-  if (!d.reasoning.empty()) {
+  auto reasoning = [&](std::string_view text) {
+    if (text.empty()) return;
     if (open_ != Block::thinking) {
       close(out);
       open(Block::thinking, out);
     }
-    block_delta(ojson{{"type", "thinking_delta"}, {"thinking", api::json_text(d.reasoning)}});
-  }
-  if (!d.content.empty()) {
+    block_delta(ojson{{"type", "thinking_delta"}, {"thinking", api::json_text(text)}});
+  };
+  auto content = [&](std::string_view text) {
+    if (text.empty()) return;
     if (open_ != Block::text) {
       close(out);
       open(Block::text, out);
     }
-    block_delta(ojson{{"type", "text_delta"}, {"text", api::json_text(d.content)}});
-  }
-  for (const ToolCallDelta& t : d.tool_calls) {
-    if (t.begins) {
-      close(out);
-      open(Block::tool_use, out, &t);
+    block_delta(ojson{{"type", "text_delta"}, {"text", api::json_text(text)}});
+  };
+  std::vector<bool> sent(d.tool_calls.size(), false);
+  auto call = [&](std::size_t index) {  // every fragment of call `index` in this delta, in order
+    for (std::size_t i = 0; i < d.tool_calls.size(); ++i) {
+      const ToolCallDelta& t = d.tool_calls[i];
+      if (sent[i] || t.index != index) continue;
+      sent[i] = true;
+      if (t.begins) {
+        close(out);
+        open(Block::tool_use, out, &t);
+      }
+      // A fragment of a call whose block is not open (its start was never seen) has no block to
+      // go to; the parser always begins a call before continuing it, so this only guards.
+      if (open_ != Block::tool_use) continue;
+      if (!t.arguments.empty())
+        block_delta(ojson{{"type", "input_json_delta"}, {"partial_json", api::json_text(t.arguments)}});
+      if (t.ends) close(out);
     }
-    // A fragment of a call whose block is not open (its start was never seen) has no block to go
-    // to; the parser always begins a call before continuing it, so this only guards.
-    if (open_ != Block::tool_use) continue;
-    if (!t.arguments.empty()) block_delta(ojson{{"type", "input_json_delta"}, {"partial_json", api::json_text(t.arguments)}});
-    if (t.ends) close(out);
+  };
+  // In the order the output came (the delta's spans), so that one delta holding, say, a call and
+  // then text after it opens the blocks in that order, as the non-streamed message lists them.
+  std::string_view rest_reasoning = d.reasoning, rest_content = d.content;
+  for (const OutputSpan& sp : d.spans) {
+    const std::size_t n = sp.end - sp.begin;
+    if (sp.kind == SpanKind::reasoning && n <= rest_reasoning.size()) {
+      reasoning(rest_reasoning.substr(0, n));
+      rest_reasoning.remove_prefix(n);
+    } else if (sp.kind == SpanKind::content && n <= rest_content.size()) {
+      content(rest_content.substr(0, n));
+      rest_content.remove_prefix(n);
+    } else if (sp.kind == SpanKind::tool_call) {
+      call(sp.call);
+    }
   }
+  // What the spans did not place (fragments with no bytes of their own, such as a call ended at
+  // finish()), in field order.
+  reasoning(rest_reasoning);
+  content(rest_content);
+  for (std::size_t i = 0; i < d.tool_calls.size(); ++i)
+    if (!sent[i]) call(d.tool_calls[i].index);
   return out;
 }
 

@@ -548,6 +548,7 @@ ParseDelta OutputParser::flush() {
   }
   result_.warnings.insert(result_.warnings.end(), s.delta.warnings.begin(), s.delta.warnings.end());
   for (const OutputSpan& sp : s.spans) add_span(result_.spans, sp);
+  s.delta.spans = std::move(s.spans);
   return std::move(s.delta);
 }
 

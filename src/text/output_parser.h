@@ -152,6 +152,10 @@ struct ParseDelta {
   std::string content;
   std::vector<ToolCallDelta> tool_calls;
   std::vector<OutputWarning> warnings;
+  // The input this delta covers, in order: which says how its reasoning, content and call
+  // fragments interleave (a consumer that emits blocks in output order, like Anthropic's stream,
+  // needs it). The reasoning and content spans' bytes are those fields, byte for byte.
+  std::vector<OutputSpan> spans;
   bool empty() const {
     return reasoning.empty() && content.empty() && tool_calls.empty() && warnings.empty();
   }

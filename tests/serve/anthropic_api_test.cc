@@ -462,3 +462,65 @@ TEST(AnthropicStreamTest, WholeCallsAndStopUpgrade) {
 
 }  // namespace
 }  // namespace dsv4::serve
+
+namespace dsv4::serve {
+namespace {
+
+// The blocks a client rebuilds from the stream's events (ids dropped: each response has its own).
+ojson blocks_from_events(const std::vector<SseEvent>& events) {
+  ojson blocks = ojson::array();
+  std::vector<std::string> json(16);
+  for (const SseEvent& e : events) {
+    if (e.event == "content_block_start") {
+      ojson b = e.data["content_block"];
+      b.erase("id");
+      blocks.push_back(b);
+    } else if (e.event == "content_block_delta") {
+      const std::size_t i = e.data["index"];
+      const ojson& d = e.data["delta"];
+      if (d["type"] == "thinking_delta") blocks[i]["thinking"] = blocks[i]["thinking"].get<std::string>() + d["thinking"].get<std::string>();
+      if (d["type"] == "text_delta") blocks[i]["text"] = blocks[i]["text"].get<std::string>() + d["text"].get<std::string>();
+      if (d["type"] == "input_json_delta") json[i] += d["partial_json"].get<std::string>();
+    } else if (e.event == "content_block_stop") {
+      const std::size_t i = e.data["index"];
+      if (blocks[i]["type"] == "tool_use") blocks[i]["input"] = ojson::parse(json[i]);
+    }
+  }
+  return blocks;
+}
+
+TEST(AnthropicStreamTest, StreamAndMessageListTheSameBlocksWhateverTheChunking) {
+  // Reasoning, text, a call, then text after the calls block (the lenient parse keeps it): in one
+  // feed all of it is one delta, whose order only its spans tell.
+  const std::string out =
+      "Let me look.</think>Checking.\n\n<｜DSML｜ calls>\n<｜DSML｜ invoke name=\"get_weather\">\n"
+      "<｜DSML｜ parameter name=\"city\" string=\"true\">Paris</｜DSML｜ parameter>\n</｜DSML｜ invoke>\n"
+      "</｜DSML｜ calls>And after.";
+  for (const std::size_t chunk : {out.size(), std::size_t{1}, std::size_t{7}}) {
+    for (const CallStreaming mode : {CallStreaming::whole_invoke, CallStreaming::incremental}) {
+      OutputParserOptions po;
+      po.call_streaming = mode;
+      OutputParser p(po);
+      AnthropicStream s("msg_o1", "m", 3);
+      std::vector<SseEvent> ev = s.begin();
+      for (std::size_t i = 0; i < out.size(); i += chunk) {
+        const auto d = s.delta(p.feed(out.substr(i, chunk)));
+        ev.insert(ev.end(), d.begin(), d.end());
+      }
+      const auto d = s.delta(p.finish());
+      ev.insert(ev.end(), d.begin(), d.end());
+      ServeResult r;
+      r.id = "msg_o1";
+      r.parsed = p.result();
+      ojson message = anthropic_message_response(r)["content"];
+      for (ojson& b : message) b.erase("id");
+      EXPECT_EQ(blocks_from_events(ev), message) << "chunk " << chunk;
+      ASSERT_EQ(message.size(), 4u);
+      EXPECT_EQ(message[2]["type"], "tool_use");
+      EXPECT_EQ(message[3], J(R"({"type": "text", "text": "And after."})"));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dsv4::serve
