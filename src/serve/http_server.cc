@@ -243,26 +243,36 @@ void ApiServer::generate(ApiKind api, const httplib::Request& req, httplib::Resp
   const auto wait_step = std::chrono::milliseconds(opts_.keep_alive_ms);
 
   if (!pr->req.stream) {
-    // One body at the end. (A client that disconnects here is noticed only when the answer is
-    // written; the request runs to its token limit.)
-    std::vector<JobEvent> events;
-    JobEvent done;
-    bool finished = false;
-    while (!finished) {
-      events.clear();
-      job->wait(events, wait_step);
-      for (JobEvent& e : events)
-        if (e.kind == JobEvent::Kind::done) {
-          done = std::move(e);
-          finished = true;
-        }
-    }
-    if (!done.error.empty()) {
-      send_error(api, ApiError(ApiErrorKind::server, done.error), res);
-      return;
-    }
-    const ServeResult r = make_result(*pr, job->result(), tok_);
-    res.set_content(dump(response_body(*pr, r)), "application/json");
+    // One JSON body, written when the job is done. Until then the provider watches the
+    // connection, so that a client that goes away frees its sequence at once rather than at its
+    // token limit. (The status line is sent first: an engine failure after this point is an
+    // error body under 200, which only a failing forward pass can cause.)
+    res.set_chunked_content_provider(
+        "application/json",
+        [this, pr, job, api](std::size_t, httplib::DataSink& sink) {
+          std::vector<JobEvent> events;
+          while (true) {
+            if (!sink.is_writable()) break;
+            events.clear();
+            job->wait(events, std::chrono::milliseconds(50));
+            for (const JobEvent& e : events) {
+              if (e.kind != JobEvent::Kind::done) continue;
+              std::string body;
+              try {
+                body = e.error.empty() ? dump(response_body(*pr, make_result(*pr, job->result(), tok_)))
+                                       : dump(error_body(api, ApiError(ApiErrorKind::server, e.error)));
+              } catch (const std::exception& ex) {
+                body = dump(error_body(api, ApiError(ApiErrorKind::server, ex.what())));
+              }
+              sink.write(body.data(), body.size());
+              sink.done();
+              return true;
+            }
+          }
+          job->cancel();  // the client has gone
+          return false;
+        },
+        [job](bool) { job->cancel(); });  // a no-op once the job is done
     return;
   }
 

@@ -269,6 +269,34 @@ TEST_F(HttpServerTest, DisconnectMidStreamFreesTheSequence) {
   EXPECT_EQ(ok->status, 200);
 }
 
+TEST_F(HttpServerTest, DisconnectWhileWaitingForAWholeAnswerFreesTheSequence) {
+  const auto before = server_->metrics().requests_cancelled.load();
+  Json b = chat("Write a long essay.", 150);
+  b["ignore_eos"] = true;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(server_->bound_port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string payload = b.dump();
+  const std::string request = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                              "Authorization: Bearer sekret\r\nContent-Type: application/json\r\n"
+                              "Content-Length: " + std::to_string(payload.size()) + "\r\n\r\n" + payload;
+  ASSERT_EQ(::send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+  // Hang up once the request is running (it needs 150 steps; the server writes nothing before).
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (server_->scheduler().running() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  ASSERT_EQ(server_->scheduler().running(), 1u);
+  ::close(fd);
+  while (server_->metrics().requests_cancelled.load() == before && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  EXPECT_EQ(server_->metrics().requests_cancelled.load(), before + 1);
+  while (server_->scheduler().running() != 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  EXPECT_EQ(server_->scheduler().running(), 0u);
+}
+
 TEST_F(HttpServerTest, BadRequestsGetTheRightErrorsAndTheServerKeepsServing) {
   struct Case {
     std::string path, body;
