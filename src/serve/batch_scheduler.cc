@@ -98,6 +98,12 @@ void BatchScheduler::submit(const std::shared_ptr<Job>& job) {
   cv_.notify_all();
 }
 
+void BatchScheduler::publish_running() {
+  // The gauge first: whoever sees running() change also sees it in /metrics.
+  if (metrics_) metrics_->running.store(active_.size());
+  running_.store(active_.size());
+}
+
 void BatchScheduler::finish(Active& a, const std::string& tail, const std::string& error) {
   Job& j = *a.job;
   j.result_ = a.stream ? std::move(a.stream->result()) : GenerationResult{};
@@ -149,8 +155,7 @@ void BatchScheduler::admit() {
     a.stream = std::make_unique<DecodeStream>(tok_, a.job->params());
     a.stream->result().timings.prompt_tokens = a.job->prompt().size();
   }
-  running_.store(active_.size());
-  if (metrics_) metrics_->running.store(active_.size());
+  publish_running();
 }
 
 void BatchScheduler::loop() {
@@ -182,8 +187,7 @@ void BatchScheduler::step() {
     if (a.job->cancelled() || cancel_all_.load()) finish(a, a.stream->cancel());
   std::erase_if(active_, [](const Active& a) { return !a.job; });
   if (active_.empty()) {
-    running_.store(0);
-    if (metrics_) metrics_->running.store(0);
+    publish_running();
     return;
   }
 
@@ -225,7 +229,7 @@ void BatchScheduler::step() {
     // The step's sequences are in an unknown state: their jobs end with the error.
     for (const Part& p : parts) finish(active_[p.active], {}, std::string("the forward pass failed: ") + e.what());
     std::erase_if(active_, [](const Active& a) { return !a.job; });
-    running_.store(active_.size());
+    publish_running();
     return;
   }
   if (metrics_) {
@@ -275,8 +279,7 @@ void BatchScheduler::step() {
     }
   }
   std::erase_if(active_, [](const Active& a) { return !a.job; });
-  running_.store(active_.size());
-  if (metrics_) metrics_->running.store(active_.size());
+  publish_running();
 }
 
 }  // namespace dsv4::serve

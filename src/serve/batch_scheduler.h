@@ -113,6 +113,7 @@ class BatchScheduler {
   void admit();
   void step();
   void finish(Active& a, const std::string& tail, const std::string& error = {});
+  void publish_running();
 
   Model& model_;
   const Tokenizer& tok_;

@@ -35,22 +35,28 @@ struct StreamState {
   ResponseWriter writer;
   std::chrono::milliseconds wait;
   bool started = false;
+  std::chrono::steady_clock::time_point last_write{};  // of anything, a comment included
 };
 
 // One call of the chunked content provider: writes what the job has produced (or a keep-alive
 // comment when nothing came for `wait`), and ends the stream after the done event. Returns false
 // when a write fails: the client has gone.
 bool pump(StreamState& st, httplib::DataSink& sink) {
-  auto send = [&](const std::string& s) { return s.empty() || sink.write(s.data(), s.size()); };
+  auto send = [&](const std::string& s) {
+    if (s.empty()) return true;
+    st.last_write = std::chrono::steady_clock::now();
+    return sink.write(s.data(), s.size());
+  };
   if (!st.started) {
     st.started = true;
     if (!send(st.writer.begin())) return false;
   }
+  // While nothing is written (a long prefill — whose progress events write nothing — or the
+  // queue), a comment every `wait` keeps proxies and clients from timing out and tells us
+  // whether the client is still there.
+  const std::string keep_alive = ": keep-alive\n\n";
   std::vector<JobEvent> events;
-  if (!st.job->wait(events, st.wait))
-    // Nothing yet (a long prefill, or the queue): a comment keeps proxies and clients from
-    // timing out, and tells us whether the client is still there.
-    return send(": keep-alive\n\n");
+  if (!st.job->wait(events, st.wait)) return send(keep_alive);
   std::string out;
   for (const JobEvent& e : events) {
     if (e.kind != JobEvent::Kind::done) {
@@ -68,6 +74,7 @@ bool pump(StreamState& st, httplib::DataSink& sink) {
     sink.done();
     return true;
   }
+  if (out.empty() && std::chrono::steady_clock::now() - st.last_write >= st.wait) out = keep_alive;
   return send(out);
 }
 

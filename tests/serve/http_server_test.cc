@@ -271,6 +271,7 @@ TEST_F(HttpServerTest, DisconnectMidStreamFreesTheSequence) {
 
 TEST_F(HttpServerTest, DisconnectWhileWaitingForAWholeAnswerFreesTheSequence) {
   const auto before = server_->metrics().requests_cancelled.load();
+  const auto received = server_->metrics().requests_total.load();
   Json b = chat("Write a long essay.", 150);
   b["ignore_eos"] = true;
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -287,8 +288,11 @@ TEST_F(HttpServerTest, DisconnectWhileWaitingForAWholeAnswerFreesTheSequence) {
   ASSERT_EQ(::send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
   // Hang up once the request is running (it needs 150 steps; the server writes nothing before).
   const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (server_->scheduler().running() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
-  ASSERT_EQ(server_->scheduler().running(), 1u);
+  auto running = [&] {
+    return server_->metrics().requests_total.load() > received && server_->scheduler().running() == 1;
+  };
+  while (!running() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  ASSERT_TRUE(running());
   ::close(fd);
   while (server_->metrics().requests_cancelled.load() == before && std::chrono::steady_clock::now() < deadline)
     std::this_thread::yield();
