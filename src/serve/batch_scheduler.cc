@@ -193,12 +193,8 @@ void BatchScheduler::step() {
 
   // The batch: every decoding sequence's pending token, then prompt chunks in arrival order
   // within the step's prefill budget.
-  struct Part {
-    std::size_t active;
-    std::size_t offset, count;  // into ids_
-    bool prefill;
-  };
-  std::vector<Part> parts;
+  std::vector<Part>& parts = parts_;  // reused from step to step, as ids_, items_ and logits_
+  parts.clear();
   ids_.clear();
   std::size_t budget = opts_.prefill_chunk;
   for (std::size_t i = 0; i < active_.size(); ++i) {
@@ -216,8 +212,8 @@ void BatchScheduler::step() {
       ids_.push_back(a.pending);
     }
   }
-  std::vector<BatchItem> items;
-  items.reserve(parts.size());
+  std::vector<BatchItem>& items = items_;
+  items.clear();
   for (const Part& p : parts)
     items.push_back({slots_[active_[p.active].slot].get(), std::span<const std::int64_t>(ids_.data() + p.offset, p.count),
                      LogitRows::kLast});

@@ -129,6 +129,14 @@ class BatchScheduler {
   std::vector<bool> slot_busy_;
   std::vector<Active> active_;  // in admission order
   std::atomic<std::size_t> running_{0};
+  // One step's batch: which active sequence each item is, and where its ids lie in ids_.
+  struct Part {
+    std::size_t active;
+    std::size_t offset, count;
+    bool prefill;
+  };
+  std::vector<Part> parts_;
+  std::vector<BatchItem> items_;
   std::vector<std::int64_t> ids_;
   std::vector<float> logits_;
   std::thread worker_;

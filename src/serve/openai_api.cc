@@ -301,6 +301,18 @@ ojson completion_logprobs(const std::vector<ServeToken>& tokens, std::size_t& ch
                {"text_offset", std::move(offsets)}};
 }
 
+// A whole (non-streamed) response around its one choice.
+ojson response_json(const ServeResult& r, const char* object, ojson choice) {
+  ojson out;
+  out["id"] = r.id;
+  out["object"] = object;
+  out["created"] = r.created;
+  out["model"] = api::json_text(r.model);
+  out["choices"] = ojson::array({std::move(choice)});
+  out["usage"] = usage_json(r.usage);
+  return out;
+}
+
 // The last chunk of a stream with include_usage: no choices, the usage (OpenAI's shape).
 ojson usage_chunk(const std::string& id, const char* object, std::int64_t created, const std::string& model,
                   const ServeUsage& u) {
@@ -467,14 +479,7 @@ ojson openai_chat_response(const ServeResult& r) {
   choice["message"] = std::move(msg);
   choice["logprobs"] = r.tokens.empty() ? ojson(nullptr) : chat_logprobs(r.tokens);
   choice["finish_reason"] = chat_finish_reason(r.finish, !p.tool_calls.empty());
-  ojson out;
-  out["id"] = r.id;
-  out["object"] = "chat.completion";
-  out["created"] = r.created;
-  out["model"] = api::json_text(r.model);
-  out["choices"] = ojson::array({std::move(choice)});
-  out["usage"] = usage_json(r.usage);
-  return out;
+  return response_json(r, "chat.completion", std::move(choice));
 }
 
 ojson openai_completion_response(const ServeResult& r) {
@@ -489,14 +494,7 @@ ojson openai_completion_response(const ServeResult& r) {
     choice["logprobs"] = completion_logprobs(r.tokens, chars, pending);
   }
   choice["finish_reason"] = openai_finish_reason(r.finish);
-  ojson out;
-  out["id"] = r.id;
-  out["object"] = "text_completion";
-  out["created"] = r.created;
-  out["model"] = api::json_text(r.model);
-  out["choices"] = ojson::array({std::move(choice)});
-  out["usage"] = usage_json(r.usage);
-  return out;
+  return response_json(r, "text_completion", std::move(choice));
 }
 
 // ---- Streaming: chat ----
