@@ -1,6 +1,7 @@
 #include "serve/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 
@@ -17,6 +18,11 @@ using Json = nlohmann::ordered_json;
 std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 Json parse_body(const std::string& body) { return api::parse_request_json(body); }
+
+// Which API's error shape a route answers in: Anthropic's under /v1/messages, else OpenAI's.
+ApiKind api_of_path(const std::string& path) {
+  return path.rfind("/v1/messages", 0) == 0 ? ApiKind::anthropic_messages : ApiKind::openai_chat;
+}
 
 // Compares two strings in time independent of where they first differ.
 bool same_secret(const std::string& a, const std::string& b) {
@@ -92,6 +98,12 @@ ApiServer::ApiServer(Model& model, const Tokenizer& tok, ServerOptions opts)
   const std::size_t threads = opts_.scheduler.parallel + opts_.scheduler.max_queue + 8;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(opts_.max_body_bytes);
+  // SO_REUSEADDR only: the library's default adds SO_REUSEPORT, with which a second server on a
+  // port in use binds without error and the two share the connections.
+  http_->set_socket_options([](int sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   http_->set_read_timeout(30, 0);
   http_->set_write_timeout(30, 0);
   routes();
@@ -203,13 +215,15 @@ void ApiServer::routes() {
   // Unknown routes and exceptions escaping a handler get the OpenAI error shape.
   s.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
-    const ApiKind api = req.path == "/v1/messages" ? ApiKind::anthropic_messages : ApiKind::openai_chat;
+    const ApiKind api = api_of_path(req.path);
     const ApiErrorKind kind = res.status == 404 ? ApiErrorKind::not_found
                               : res.status == 413 || res.status == 400 || res.status == 405 ? ApiErrorKind::invalid_request
                               : ApiErrorKind::server;
     const std::string msg = res.status == 404   ? fmt::format("no route {} {}", req.method, req.path)
                             : res.status == 413 ? fmt::format("the request body exceeds {} bytes", opts_.max_body_bytes)
-                                                : fmt::format("HTTP {}", res.status);
+                            : res.status == 400 || res.status == 405
+                                ? fmt::format("{} {} is not a request this server answers", req.method, req.path)
+                                : fmt::format("HTTP {}", res.status);
     const int status = res.status;
     res.set_content(dump(error_body(api, ApiError(kind, msg))), "application/json");
     res.status = status;
@@ -222,7 +236,7 @@ void ApiServer::routes() {
       msg = e.what();
     } catch (...) {
     }
-    const ApiKind api = req.path == "/v1/messages" ? ApiKind::anthropic_messages : ApiKind::openai_chat;
+    const ApiKind api = api_of_path(req.path);
     send_error(api, ApiError(ApiErrorKind::server, msg), res);
   });
 }

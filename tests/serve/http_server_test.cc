@@ -19,6 +19,7 @@
 #include "../common/tiny_fixture.h"
 #include "runtime/generator.h"
 #include "serve/http_server.h"
+#include "util/error.h"
 
 namespace dsv4::serve {
 namespace {
@@ -92,6 +93,26 @@ class HttpServerTest : public ::testing::Test {
       p = e;
     }
     return out;
+  }
+  // Sends a chat request on a raw connection, so that a test decides when to hang up; returns
+  // the socket, or -1 if it could not connect or send.
+  static int raw_chat_request(const Json& body) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(server_->bound_port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const std::string payload = body.dump();
+    const std::string request = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                "Authorization: Bearer sekret\r\nContent-Type: application/json\r\n"
+                                "Content-Length: " + std::to_string(payload.size()) + "\r\n\r\n" + payload;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::send(fd, request.data(), request.size(), 0) != static_cast<ssize_t>(request.size())) {
+      ::close(fd);
+      return -1;
+    }
+    return fd;
   }
   static std::string dir_;
   static std::unique_ptr<Tokenizer> tok_;
@@ -192,9 +213,12 @@ TEST_F(HttpServerTest, SixteenConcurrentClientsGetTheirAloneAnswers) {
   }
 }
 
-TEST_F(HttpServerTest, KeepAliveCommentsWhileAPromptIsPrefilled) {
-  // A second server on the same (idle) model whose keep-alive interval is shorter than one
-  // prefill step: while a long prompt is read in 4-token chunks, the stream carries comments.
+TEST_F(HttpServerTest, KeepAliveCommentsWhileARequestWaitsForItsFirstToken) {
+  // A second server on the same (idle) model with one slot and a 1 ms keep-alive interval. A
+  // long request holds the slot, so the streamed request waits in the queue, and then has its
+  // long prompt read in 4-token chunks: its stream must carry comments before any content. (The
+  // queue makes the wait certain; a prefill alone could finish before the stream's first write
+  // on a loaded machine.)
   ServerOptions so;
   so.port = 0;
   so.model_name = "tiny";
@@ -205,6 +229,15 @@ TEST_F(HttpServerTest, KeepAliveCommentsWhileAPromptIsPrefilled) {
   ApiServer second(*model_, *tok_, so);
   second.bind();
   std::thread t([&] { second.listen(); });
+  Json hold = chat("Hold the slot.", 150);
+  hold["ignore_eos"] = true;
+  std::thread holder([&] {
+    httplib::Client c("127.0.0.1", second.bound_port());
+    c.set_read_timeout(120, 0);
+    c.Post("/v1/chat/completions", hold.dump(), "application/json");
+  });
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (second.scheduler().running() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
   std::string words;
   for (int i = 0; i < 60; ++i) words += "word" + std::to_string(i) + " ";
   Json b = chat(words, 2);
@@ -212,6 +245,7 @@ TEST_F(HttpServerTest, KeepAliveCommentsWhileAPromptIsPrefilled) {
   httplib::Client c("127.0.0.1", second.bound_port());
   c.set_read_timeout(120, 0);
   auto r = c.Post("/v1/chat/completions", b.dump(), "application/json");
+  holder.join();
   second.stop();
   t.join();
   ASSERT_TRUE(r);
@@ -219,7 +253,7 @@ TEST_F(HttpServerTest, KeepAliveCommentsWhileAPromptIsPrefilled) {
   const std::size_t comment = r->body.find(": keep-alive\n\n");
   const std::size_t first_content = r->body.find("\"content\":\"", r->body.find("\"content\":\"\"") + 1);
   EXPECT_NE(comment, std::string::npos);
-  EXPECT_LT(comment, first_content);  // sent while the prompt was being read
+  EXPECT_LT(comment, first_content);  // sent while the request waited and its prompt was read
   const std::vector<Json> chunks = sse(r->body);  // the comments do not disturb the events
   EXPECT_EQ(chunks.back(), Json("[DONE]"));
 }
@@ -231,18 +265,8 @@ TEST_F(HttpServerTest, DisconnectMidStreamFreesTheSequence) {
   b["max_tokens"] = 150;
   b["ignore_eos"] = true;
   // A raw connection, so the test decides when to hang up: after the first bytes of the stream.
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int fd = raw_chat_request(b);
   ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(server_->bound_port()));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  const std::string payload = b.dump();
-  const std::string request = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                              "Authorization: Bearer sekret\r\nContent-Type: application/json\r\n"
-                              "Content-Length: " + std::to_string(payload.size()) + "\r\n\r\n" + payload;
-  ASSERT_EQ(::send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
   std::string got;
   char buf[512];
   while (got.find("\"content\"") == std::string::npos) {  // a content delta: generation is under way
@@ -274,18 +298,8 @@ TEST_F(HttpServerTest, DisconnectWhileWaitingForAWholeAnswerFreesTheSequence) {
   const auto received = server_->metrics().requests_total.load();
   Json b = chat("Write a long essay.", 150);
   b["ignore_eos"] = true;
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int fd = raw_chat_request(b);
   ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(server_->bound_port()));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  const std::string payload = b.dump();
-  const std::string request = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                              "Authorization: Bearer sekret\r\nContent-Type: application/json\r\n"
-                              "Content-Length: " + std::to_string(payload.size()) + "\r\n\r\n" + payload;
-  ASSERT_EQ(::send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
   // Hang up once the request is running (it needs 150 steps; the server writes nothing before).
   const auto deadline = std::chrono::steady_clock::now() + 60s;
   auto running = [&] {
@@ -359,6 +373,11 @@ TEST_F(HttpServerTest, BadRequestsGetTheRightErrorsAndTheServerKeepsServing) {
   ASSERT_TRUE(right);
   EXPECT_EQ(right->status, 200) << right->body;
   EXPECT_EQ(Json::parse(right->body)["type"], "message");
+  // A second server on the port in use is refused with an error naming it.
+  ServerOptions same;
+  same.port = server_->bound_port();
+  ApiServer second(*model_, *tok_, same);
+  EXPECT_THROW(second.bind(), Error);
   // The cheap routes.
   auto h = bare.Get("/health");
   ASSERT_TRUE(h);
