@@ -146,9 +146,9 @@ void BM_Linear(benchmark::State& st, WeightFormat f, std::size_t n, std::size_t 
   st.SetLabel(isa_name(best_isa()));
 }
 
-BENCHMARK_CAPTURE(BM_Linear, FP4_expert_w1_2304x5120, WeightFormat::kFP4, 2304, 5120)->Arg(1)->Arg(512)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Linear, FP4_expert_w2_5120x2304, WeightFormat::kFP4, 5120, 2304)->Arg(1)->Arg(512)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Linear, FP8_proj_4096x5120, WeightFormat::kFP8, 4096, 5120)->Arg(1)->Arg(512)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Linear, FP4_expert_w1_2304x5120, WeightFormat::kFP4, 2304, 5120)->Arg(1)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Arg(128)->Arg(512)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Linear, FP4_expert_w2_5120x2304, WeightFormat::kFP4, 5120, 2304)->Arg(1)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Arg(128)->Arg(512)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Linear, FP8_proj_4096x5120, WeightFormat::kFP8, 4096, 5120)->Arg(1)->Arg(16)->Arg(64)->Arg(512)->UseRealTime();
 // The attention projections of a V4.1 layer (wq_b: short rows, K = 1280; wo_a: one of 8 groups).
 BENCHMARK_CAPTURE(BM_Linear, FP8_wq_b_32768x1280, WeightFormat::kFP8, 32768, 1280)->Arg(1)->Arg(512)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Linear, FP8_wo_a_group_1024x4096, WeightFormat::kFP8, 1024, 4096)->Arg(1)->UseRealTime();

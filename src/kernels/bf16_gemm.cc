@@ -201,6 +201,7 @@ void quantized_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16
   if (k % kBlock != 0) fail("quantized_acts: K = {} is not a multiple of {}", k, kBlock);
   if (x.size() != m * k) fail("quantized_acts: {} elements, expected {}x{}", x.size(), m, k);
   out.m = m;
+  out.lanes_ready = false;
   out.k = k;
   out.k32 = k;
   out.bits.resize(m * k);
@@ -237,6 +238,7 @@ void quantized_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16
 bool bf16_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16Acts& out) {
   if (x.size() != m * k) fail("bf16_acts: {} elements, expected {}x{}", x.size(), m, k);
   out.m = m;
+  out.lanes_ready = false;
   out.k = k;
   out.k32 = (k + kBlock - 1) / kBlock * kBlock;
   out.bits.assign(m * out.k32, 0);
@@ -262,10 +264,20 @@ void bf16_gemm_rows(Isa isa, const Bf16Acts& a, const WeightRef& w, std::size_t 
   }
 }
 
-void bf16_gemm(const Bf16Acts& a, const WeightRef& w, float* out, ThreadPool* pool, Isa isa) {
+void bf16_gemm(Bf16Acts& a, const WeightRef& w, float* out, ThreadPool* pool, Isa isa) {
   // Panels of 16 rows (whole 4-row tiles, and FP8 scale groups stay within one thread's range).
   constexpr std::size_t kPanel = 16;
   const std::size_t n = w.rows, panels = (n + kPanel - 1) / kPanel;
+  // The AVX-512 prefill kernel reads the activations lane-major: made here once for every
+  // thread (split by rows) instead of by each thread for itself.
+  if (isa == Isa::kAvx512Bf16 && isa_supported(isa) && a.m >= kLaneMajorMinRows && !a.lanes_ready &&
+      a.k == w.cols) {
+    a.lanes.resize(a.m * bf16_detail::lane_row_dwords(a.k32));
+    parallel_for(pool, a.m, [&](std::size_t i0, std::size_t i1) {
+      bf16_detail::lane_major_acts_avx512(a, i0, i1, a.lanes.data());
+    });
+    a.lanes_ready = true;
+  }
   auto body = [&](std::size_t p0, std::size_t p1) {
     bf16_gemm_rows(isa, a, w, p0 * kPanel, std::min(n, p1 * kPanel), out, n);
   };

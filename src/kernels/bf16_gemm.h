@@ -57,6 +57,11 @@ bool isa_supported(Isa isa);
 struct Bf16Acts {
   std::vector<std::uint16_t> bits;
   std::size_t m = 0, k = 0, k32 = 0;
+  // The same rows lane-major, for the AVX-512 prefill kernel (bf16_gemm_isa.h), made once per
+  // bf16_gemm call rather than once per thread; valid only while lanes_ready (whatever writes
+  // `bits` clears it).
+  std::vector<std::uint32_t> lanes;
+  bool lanes_ready = false;
   const std::uint16_t* row(std::size_t i) const { return bits.data() + i * k32; }
 };
 
@@ -74,8 +79,9 @@ bool bf16_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16Acts&
 // row j, as fp32, for i < a.m and j in [j0, j1). Formats: kFP8, kFP4, kBF16.
 void bf16_gemm_rows(Isa isa, const Bf16Acts& a, const WeightRef& w, std::size_t j0, std::size_t j1,
                     float* out, std::size_t ldo);
-// All rows, split over the pool's threads in fixed panels.
-void bf16_gemm(const Bf16Acts& a, const WeightRef& w, float* out, ThreadPool* pool,
+// All rows, split over the pool's threads in fixed panels. May fill a.lanes (the AVX-512
+// prefill kernel's layout of the same activations) for this and later calls on the same rows.
+void bf16_gemm(Bf16Acts& a, const WeightRef& w, float* out, ThreadPool* pool,
                Isa isa = best_isa());
 
 // One weight row dequantized to bf16 as the fast kernels see it (k32 codes, zero padded).

@@ -20,6 +20,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include "kernels/transpose16_avx512.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <type_traits>
@@ -435,42 +437,26 @@ void micro(const std::uint16_t* const* a, const std::uint16_t* const* w, std::si
     for (int r = 0; r < kNr; ++r) res[i][r] = reduce16(_mm512_load_ps(state + (i * kNr + r) * 16));
 }
 
-float* scratch_state(std::size_t n) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < n) buf.resize(n);
-  return buf.data();
+// Activations lane-major for the prefill kernel: bf16_gemm's copy when it made one, else this
+// thread's own (direct callers of bf16_gemm_rows).
+const std::uint32_t* acts_lanes(const Bf16Acts& a) {
+  if (a.lanes_ready && a.lanes.size() == a.m * lane_row_dwords(a.k32)) return a.lanes.data();
+  thread_local std::vector<std::uint32_t> own;
+  if (own.size() < a.m * lane_row_dwords(a.k32)) own.resize(a.m * lane_row_dwords(a.k32));
+  lane_major_acts_avx512(a, 0, a.m, own.data());
+  return own.data();
 }
 
-// out[i·ldo + col0 + r] for every activation row i and panel row r < np (rows[r]: k32 bf16
-// values); rows flagged slow are computed by the scalar definition instead.
-void panel_gemm(const Bf16Acts& a, const std::uint16_t* const* rows, std::size_t np, const bool* slow,
-                std::size_t col0, float* out, std::size_t ldo) {
-  const std::size_t nb = a.k32 / kBlock, m = a.m, tiles = (np + kNr - 1) / kNr;
-  constexpr std::size_t kTileState = kMr * kNr * 16;
-  float* state = scratch_state(tiles * kTileState);
-  const std::uint16_t* arows[kMr];
-  for (std::size_t i0 = 0; i0 < m; i0 += kMr) {
-    const std::size_t mr = std::min<std::size_t>(kMr, m - i0);
-    for (std::size_t i = 0; i < mr; ++i) arows[i] = a.row(i0 + i);
-    for (std::size_t c0 = 0; c0 < nb; c0 += kChunk) {
-      const std::size_t c1 = std::min(nb, c0 + kChunk);
-      for (std::size_t t = 0; t < tiles; ++t) {
-        const std::size_t q = t * kNr, nr = std::min<std::size_t>(kNr, np - q);
-        const std::uint16_t* wd[kNr];
-        for (std::size_t r = 0; r < kNr; ++r) wd[r] = rows[q + std::min(r, nr - 1)];
-        dispatch_mr(static_cast<int>(mr), [&](auto MR) {
-          chunk_tile<MR()>(arows, wd, c0, c1, state + t * kTileState, c0 == 0);
-        });
-      }
-    }
-    for (std::size_t t = 0; t < tiles; ++t) {
-      const std::size_t q = t * kNr, nr = std::min<std::size_t>(kNr, np - q);
-      for (std::size_t i = 0; i < mr; ++i)
-        for (std::size_t r = 0; r < nr; ++r)
-          out[(i0 + i) * ldo + col0 + q + r] =
-              slow[q + r] ? lane16_dot_scalar(arows[i], rows[q + r], a.k32)
-                          : reduce16(_mm512_loadu_ps(state + t * kTileState + (i * kNr + r) * 16));
-    }
+// The definition's dot products of every activation row with the panel's rows that are
+// flagged slow (scale out of the decoders' range): exactly dequantized, scalar.
+void slow_rows(const Bf16Acts& a, const WeightRef& w, std::size_t p, const bool* slow, std::size_t np, float* out,
+               std::size_t ldo) {
+  thread_local std::vector<std::uint16_t> exact;
+  for (std::size_t r = 0; r < np; ++r) {
+    if (!slow[r]) continue;
+    exact.resize(a.k32);
+    fast_weight_row(w, p + r, exact.data(), a.k32);
+    for (std::size_t i = 0; i < a.m; ++i) out[i * ldo + p + r] = lane16_dot_scalar(a.row(i), exact.data(), a.k32);
   }
 }
 
@@ -479,38 +465,45 @@ void run_quantized(const Dec& dec, const Bf16Acts& a, const WeightRef& w, std::s
                    float* out, std::size_t ldo) {
   const std::size_t nb = a.k32 / kBlock, m = a.m;
   const std::uint16_t* arows[kMr];
-  if (m <= 4) {
+  if (m < kLaneMajorMinRows) {
     for (std::size_t i = 0; i < m; ++i) arows[i] = a.row(i);
     if constexpr (std::is_same_v<Dec, Fp8Decoder>) decode_rows_fp8(dec, a, arows, w, j0, j1, out, ldo);
     else decode_rows(dec, a, arows, w, j0, j1, out, ldo);
     return;
   }
-  // Prefill shape: dequantize a panel once, then register tiles over it. Every activation row
-  // passes over each panel, so the larger the panel the fewer times the activations stream from
-  // L3; it is capped at ~256 KB of dequantized rows to stay in L2 (short rows, as wq_b's K = 1280,
-  // get 64 rows; K = 5120 gets 24). The panel size does not change any result.
-  const std::size_t panel_rows =
-      std::clamp<std::size_t>((std::size_t{256} << 10) / (2 * a.k32) / kNr * kNr, kPanel, kMaxPanel);
-  std::int32_t* deltas = scratch_deltas(nb);
-  std::uint16_t* panel = scratch_u16(panel_rows * a.k32);
-
-  for (std::size_t p = j0; p < j1; p += panel_rows) {
-    const std::size_t np = std::min(panel_rows, j1 - p);
+  // Prefill shape: panels of 64 weight rows, dequantized 16 rows at a time straight into the
+  // lane-major layout of the broadcast kernel (bf16_gemm_avx512_lanes.cc).
+  const std::uint32_t* lanes = acts_lanes(a);
+  std::int32_t* deltas = scratch_deltas(16 * nb);
+  std::uint32_t* wl = lane_panel_buffer(nb);
+  constexpr std::size_t kPrefetchEvery = 64 / Dec::kBytesPerBlock, kPrefetchAhead = 8 * kPrefetchEvery;
+  for (std::size_t p = j0; p < j1; p += kMaxPanel) {
+    const std::size_t np = std::min(kMaxPanel, j1 - p);
+    const int groups = static_cast<int>((np + 15) / 16);
+    const std::size_t plane = lane_plane_dwords(nb, groups);
     bool slow[kMaxPanel] = {};
-    for (std::size_t r = 0; r < np; ++r) {
-      std::uint16_t* dst = panel + r * a.k32;
-      if (!load_deltas<Dec>(w, p + r, nb, deltas)) {
-        slow[r] = true;
-        fast_weight_row(w, p + r, dst, a.k32);
-        continue;
+    for (int g = 0; g < groups; ++g) {
+      const std::size_t q = static_cast<std::size_t>(g) * 16, n = std::min<std::size_t>(16, np - q);
+      const std::uint8_t* src[16];
+      for (std::size_t r = 0; r < n; ++r) {
+        src[r] = code_row(w, p + q + r);
+        slow[q + r] = !load_deltas<Dec>(w, p + q + r, nb, deltas + r * nb);  // computed apart below
       }
-      const std::uint8_t* src = code_row(w, p + r);
-      for (std::size_t b = 0; b < nb; ++b)
-        _mm512_storeu_si512(dst + b * kBlock, dec(src + b * Dec::kBytesPerBlock, deltas + b));
+      for (std::size_t b = 0; b < nb; ++b) {
+        // Sixteen short streams at once are more than the hardware prefetchers follow well.
+        if (b % kPrefetchEvery == 0)
+          for (std::size_t r = 0; r < n; ++r) _mm_prefetch(src[r] + (b + kPrefetchAhead) * Dec::kBytesPerBlock, _MM_HINT_T0);
+        __m512i v[16];
+        for (std::size_t r = 0; r < 16; ++r)
+          v[r] = r < n && !slow[q + r] ? dec(src[r] + b * Dec::kBytesPerBlock, deltas + r * nb + b)
+                                       : _mm512_setzero_si512();
+        transpose16(v);
+        for (std::size_t l = 0; l < 16; ++l)
+          _mm512_storeu_si512(wl + l * plane + (b * static_cast<std::size_t>(groups) + q / 16) * 16, v[l]);
+      }
     }
-    const std::uint16_t* rows[kMaxPanel];
-    for (std::size_t r = 0; r < np; ++r) rows[r] = panel + r * a.k32;
-    panel_gemm(a, rows, np, slow, p, out, ldo);
+    lane_panel_gemm_avx512(a, lanes, wl, np, p, out, ldo);
+    slow_rows(a, w, p, slow, np, out, ldo);
   }
 }
 
@@ -518,10 +511,36 @@ void run_quantized(const Dec& dec, const Bf16Acts& a, const WeightRef& w, std::s
 void run_bf16(const Bf16Acts& a, const WeightRef& w, std::size_t j0, std::size_t j1, float* out, std::size_t ldo) {
   const std::size_t nb = a.k32 / kBlock, m = a.m;
   const bool in_place = w.cols == a.k32;
-  std::uint16_t* panel = in_place ? nullptr : scratch_u16(kPanel * a.k32);
   const auto* base = static_cast<const std::uint16_t*>(w.data);
+  if (m >= kLaneMajorMinRows) {  // prefill shape: 64-row lane-major panels, as run_quantized
+    const std::uint32_t* lanes = acts_lanes(a);
+    std::uint16_t* tmp = in_place ? nullptr : scratch_u16(16 * a.k32);
+    std::uint32_t* wl = lane_panel_buffer(nb);
+    for (std::size_t p = j0; p < j1; p += kMaxPanel) {
+      const std::size_t np = std::min(kMaxPanel, j1 - p);
+      const int groups = static_cast<int>((np + 15) / 16);
+      for (int g = 0; g < groups; ++g) {
+        const std::size_t q = static_cast<std::size_t>(g) * 16, n = std::min<std::size_t>(16, np - q);
+        const std::uint16_t* rows16[16];
+        for (std::size_t r = 0; r < n; ++r) {
+          if (in_place) {
+            rows16[r] = base + (p + q + r) * w.cols;
+          } else {
+            fast_weight_row(w, p + q + r, tmp + r * a.k32, a.k32);
+            rows16[r] = tmp + r * a.k32;
+          }
+        }
+        lane_panel_group_avx512(rows16, n, nb, groups, g, wl);
+      }
+      lane_panel_gemm_avx512(a, lanes, wl, np, p, out, ldo);
+    }
+    return;
+  }
+  // Decode shape: each weight row streamed once from memory, one pass over K.
+  std::uint16_t* panel = in_place ? nullptr : scratch_u16(kPanel * a.k32);
   const std::uint16_t* arows[kMr];
   float res[kMr][kNr];
+  for (std::size_t i = 0; i < m; ++i) arows[i] = a.row(i);
   for (std::size_t p = j0; p < j1; p += kPanel) {
     const std::size_t np = std::min(kPanel, j1 - p);
     const std::uint16_t* rows[kPanel];
@@ -533,13 +552,6 @@ void run_bf16(const Bf16Acts& a, const WeightRef& w, std::size_t j0, std::size_t
         rows[r] = panel + r * a.k32;
       }
     }
-    if (m > 4) {  // prefill shape: K in chunks (panel_gemm)
-      static constexpr bool kNoneSlow[kPanel] = {};
-      panel_gemm(a, rows, np, kNoneSlow, p, out, ldo);
-      continue;
-    }
-    // Decode shape: each weight row streamed once from memory, one pass over K.
-    for (std::size_t i = 0; i < m; ++i) arows[i] = a.row(i);
     for (std::size_t q = 0; q < np; q += kNr) {
       const std::size_t nr = std::min<std::size_t>(kNr, np - q);
       const std::uint16_t* wd[kNr];

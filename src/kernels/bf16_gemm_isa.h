@@ -44,6 +44,28 @@ void gemm_rows_avx512(const Bf16Acts& a, const WeightRef& w, std::size_t j0, std
 // holding inf/NaN.
 bool quantize_row_avx512(const float* x, std::size_t k, std::uint16_t* out);
 
+// The AVX-512 prefill shape with lane-major operands (bf16_gemm_avx512_lanes.cc), used from
+// this many activation rows on (fewer take the decode shape's kernels).
+inline constexpr std::size_t kLaneMajorMinRows = 5;
+// Rows [i0, i1) of `a` lane-major into `out` (a.m · lane_row_dwords(a.k32) dwords in all): row i
+// is 16 planes of nb = k32/32 dwords, dword b of plane l holding elements 32b + 2l and 32b + 2l + 1.
+// Rows and panel planes carry one spare cache line, so that equal-offset accesses to several of
+// them do not share an L1 set.
+inline std::size_t lane_row_dwords(std::size_t k32) { return k32 / 2 + 16; }
+inline std::size_t lane_plane_dwords(std::size_t nb, int groups) { return nb * static_cast<std::size_t>(groups) * 16 + 16; }
+void lane_major_acts_avx512(const Bf16Acts& a, std::size_t i0, std::size_t i1, std::uint32_t* out);
+// A panel of up to 64 weight rows lane-major: `groups` = ⌈rows/16⌉ groups of 16 rows; in plane l
+// (at l · lane_plane_dwords), dword (b·groups + g)·16 + r holds pair l of block b of row 16g + r. lane_panel_buffer is
+// this thread's buffer for one (nb blocks per row); lane_panel_group_avx512 writes group g from
+// n ≤ 16 bf16 rows (k32 values each; rows n…15 of the group become zero).
+std::uint32_t* lane_panel_buffer(std::size_t nb);
+void lane_panel_group_avx512(const std::uint16_t* const* rows, std::size_t n, std::size_t nb, int groups, int g,
+                             std::uint32_t* wl);
+// out[i·ldo + col0 + r] = the definition's dot product of activation row i (`lanes`: all of a's
+// rows, lane-major) and panel row r, for every i < a.m and r < np ≤ 64.
+void lane_panel_gemm_avx512(const Bf16Acts& a, const std::uint32_t* lanes, const std::uint32_t* wl, std::size_t np,
+                            std::size_t col0, float* out, std::size_t ldo);
+
 // A per-thread scratch buffer of at least n uint16 (grows, never shrinks: no allocation once the
 // largest shape has been seen — the steady-state decode loop allocates nothing here).
 std::uint16_t* scratch_u16(std::size_t n);

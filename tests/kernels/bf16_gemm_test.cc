@@ -190,6 +190,34 @@ TEST(Bf16Gemm, EveryIsaGivesTheScalarBits) {
         }
 }
 
+// The AVX-512 prefill kernel works on lane-major copies of both operands, in 64-row weight
+// panels (groups of 16) and 96-row activation groups (tiles of 6), with K transposed 16 blocks
+// at a time: shapes that leave a remainder in each of those, and rows with out-of-range scales.
+TEST(Bf16Gemm, PrefillShapesGiveTheScalarBits) {
+  Rng r(11);
+  for (WeightFormat fmt : {WeightFormat::kFP8, WeightFormat::kFP4, WeightFormat::kBF16})
+    for (std::size_t k : {544u, 1184u})
+      for (std::size_t n : {64u, 131u})
+        for (std::size_t m : {97u, 150u}) {
+          TestWeight t = make_weight(fmt, n, k, r, /*odd_scales=*/true);
+          const std::vector<float> x = make_acts(r, m, k);
+          Bf16Acts a;
+          if (fmt == WeightFormat::kBF16) ASSERT_TRUE(bf16_acts(x, m, k, a));
+          else quantized_acts(x, m, k, a);
+          const std::vector<float> want = gemm(Isa::kScalar, a, t.ref);
+          for (Isa isa : isas()) {
+            const std::vector<float> got = gemm(isa, a, t.ref);
+            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                << isa_name(isa) << " " << weight_format_name(fmt) << " m=" << m << " n=" << n << " k=" << k;
+          }
+          std::vector<float> pooled(m * n);
+          ThreadPool pool(2);
+          bf16_gemm(a, t.ref, pooled.data(), &pool);  // the lane-major activations made once, shared
+          ASSERT_EQ(0, std::memcmp(pooled.data(), want.data(), want.size() * sizeof(float)))
+              << weight_format_name(fmt) << " m=" << m << " n=" << n << " k=" << k << " (bf16_gemm)";
+        }
+}
+
 TEST(Bf16Gemm, Bf16WeightWithRaggedK) {
   // K not a multiple of 32: bf16 activations and rows are zero padded.
   Rng r(4);
