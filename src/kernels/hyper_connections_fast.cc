@@ -14,6 +14,16 @@
 namespace dsv4::kernels {
 namespace {
 
+// The per-token loops below are compiled for AVX-512 and AVX2 beside the baseline and chosen at
+// load time (GCC function multi-versioning). Each is element-wise (exact double products, adds
+// in a fixed order, no contraction: this file is built with -ffp-contract=off), so every version
+// gives the same bits; only the vector width differs.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DSV4_HC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define DSV4_HC_CLONES
+#endif
+
 void check(const char* fn, const char* what, std::size_t got, std::size_t want) {
   if (got != want) fail("{}: {} has {} elements, expected {}", fn, what, got, want);
 }
@@ -24,7 +34,7 @@ void check(const char* fn, const char* what, std::size_t got, std::size_t want) 
 // about n·2^-53 of an fp32 rounding boundary: the mixes feed sigmoids, a softmax and 20
 // Sinkhorn steps whose outputs steer every later layer, so staying on the strict bits here
 // keeps fast-mode divergence where it belongs, in the big linears.
-float dot16(const float* a, const float* b, std::size_t n) {
+DSV4_HC_CLONES float dot16(const float* a, const float* b, std::size_t n) {
   double acc[16] = {};
   std::size_t i = 0;
   for (; i + 16 <= n; i += 16)
@@ -33,6 +43,16 @@ float dot16(const float* a, const float* b, std::size_t n) {
   for (std::size_t h = 8; h > 0; h /= 2)
     for (std::size_t l = 0; l < h; ++l) acc[l] += acc[l + h];
   return static_cast<float>(acc[0]);
+}
+
+// acc[d] += c · x[d] in double, d < n.
+DSV4_HC_CLONES void axpy_double(double* acc, double c, const float* x, std::size_t n) {
+  for (std::size_t d = 0; d < n; ++d) acc[d] += c * static_cast<double>(x[d]);
+}
+
+// o[d] = bf16(p · y[d] + fp32(acc[d])), d < n.
+DSV4_HC_CLONES void post_row(float* o, float p, const float* y, const double* acc, std::size_t n) {
+  for (std::size_t d = 0; d < n; ++d) o[d] = round_bf16(p * y[d] + static_cast<float>(acc[d]));
 }
 
 }  // namespace
@@ -75,8 +95,7 @@ void hc_pre_fast(std::span<const float> x, std::span<const float> pre, std::size
       const float* xt = x.data() + t * hc * dim;
       std::fill(acc.begin(), acc.end(), 0.0);
       for (std::size_t c = 0; c < hc; ++c) {
-        const double pc = pre[t * hc + c];
-        for (std::size_t d = 0; d < dim; ++d) acc[d] += pc * static_cast<double>(xt[c * dim + d]);
+        axpy_double(acc.data(), pre[t * hc + c], xt + c * dim, dim);
       }
       for (std::size_t d = 0; d < dim; ++d) out[t * dim + d] = round_bf16(static_cast<float>(acc[d]));
     }
@@ -101,12 +120,9 @@ void hc_post_fast(std::span<const float> y, std::span<const float> r, std::span<
       for (std::size_t j = 0; j < hc; ++j) {
         std::fill(acc.begin(), acc.end(), 0.0);
         for (std::size_t i = 0; i < hc; ++i) {
-          const double cij = ct[i * hc + j];
-          for (std::size_t d = 0; d < dim; ++d) acc[d] += cij * static_cast<double>(rt[i * dim + d]);
+          axpy_double(acc.data(), ct[i * hc + j], rt + i * dim, dim);
         }
-        const float pj = post[t * hc + j];
-        float* o = out.data() + (t * hc + j) * dim;
-        for (std::size_t d = 0; d < dim; ++d) o[d] = round_bf16(pj * yt[d] + static_cast<float>(acc[d]));
+        post_row(out.data() + (t * hc + j) * dim, post[t * hc + j], yt, acc.data(), dim);
       }
     }
   });

@@ -134,6 +134,47 @@ TEST(HcFast, PreAndPostAgreeWithStrictAndAreInvariant) {
   EXPECT_TRUE(std::equal(one.begin(), one.end(), fo.begin() + static_cast<std::ptrdiff_t>(t * kHc * D)));
 }
 
+// The fast pre/post loops are compiled for several vector widths and picked at load time; every
+// version must be the plain loop's bits (double products and sums in index order, one fp32 and
+// one bf16 rounding at the end), written out here independently.
+TEST(HcFast, PreAndPostAreThePlainLoopsBitForBit) {
+  Rng r(94);
+  constexpr std::size_t T = 3, D = 1031;  // a ragged tail for every vector width
+  std::vector<float> x(T * kHc * D), y(T * D), pre(T * kHc), post(T * kHc), comb(T * kHc * kHc);
+  for (auto& v : x) v = r.bf16_gauss(0);
+  for (auto& v : y) v = r.bf16_gauss(0);
+  for (auto& v : pre) v = static_cast<float>(r.unif(-1, 1));
+  for (auto& v : post) v = static_cast<float>(r.unif(0, 2));
+  for (auto& v : comb) v = static_cast<float>(r.unif(0, 1));
+  const auto bf16 = [](float f) {  // round to nearest even, as round_bf16 (finite inputs)
+    std::uint32_t u;
+    std::memcpy(&u, &f, 4);
+    u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
+  std::vector<float> want_pre(T * D), want_post(T * kHc * D);
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t d = 0; d < D; ++d) {
+      double acc = 0;
+      for (std::size_t c = 0; c < kHc; ++c)
+        acc += static_cast<double>(pre[t * kHc + c]) * static_cast<double>(x[(t * kHc + c) * D + d]);
+      want_pre[t * D + d] = bf16(static_cast<float>(acc));
+      for (std::size_t j = 0; j < kHc; ++j) {
+        double a = 0;
+        for (std::size_t i = 0; i < kHc; ++i)
+          a += static_cast<double>(comb[(t * kHc + i) * kHc + j]) * static_cast<double>(x[(t * kHc + i) * D + d]);
+        const volatile float py = post[t * kHc + j] * y[t * D + d];  // no contraction into an fma
+        want_post[(t * kHc + j) * D + d] = bf16(py + static_cast<float>(a));
+      }
+    }
+  std::vector<float> got_pre(T * D), got_post(T * kHc * D);
+  hc_pre_fast(x, pre, T, kHc, D, got_pre, nullptr);
+  hc_post_fast(y, x, post, comb, T, kHc, D, got_post, nullptr);
+  EXPECT_TRUE(same_bits(got_pre, want_pre));
+  EXPECT_TRUE(same_bits(got_post, want_post));
+}
+
 TEST(HcFast, ShapeErrors) {
   std::vector<float> x(4 * 8), o(8), pre(4), post(4), comb(16), fn(24 * 32), sc(3), b(24);
   EXPECT_THROW(hc_pre_fast(x, pre, 1, 4, 7, o, nullptr), Error);
