@@ -13,20 +13,40 @@
 
 namespace dsv4::kernels::DSV4_SIMD16_NS {
 
-// Canonical dots of q against 16 bf16 rows (rows[k] may point at a zero row for padding).
-inline V dots16(const float* q, const std::uint16_t* const* rows, std::size_t D) {
-  V acc[16];
-  for (V& a : acc) a = zero();
-  std::size_t c = 0;
-  for (; c + 16 <= D; c += 16) {
-    const V qc = load(q + c);
-    for (int k = 0; k < 16; ++k) acc[k] = fma(qc, load_bf16(rows[k] + c), acc[k]);
+// Canonical dots of G queries against 16 bf16 rows (rows[k] may point at a zero row for
+// padding): res[g] lane k = dot(q[g], rows[k]). The rows are taken 4 at a time with all G
+// queries, so each row chunk is widened from bf16 once for the G heads (not once per head), and
+// a step is G + 4 loads for 4G FMAs. Every accumulator still takes dims c ≡ l (mod 16) in
+// ascending order, and the 16 of a head are reduced by the canonical tree: the same bits as one
+// head at a time.
+template <int G>
+inline void dots16(const float* const* q, const std::uint16_t* const* rows, std::size_t D, V* res) {
+  V part[G][16];
+  for (int k0 = 0; k0 < 16; k0 += 4) {
+    V acc[G][4];
+    for (int g = 0; g < G; ++g)
+      for (int k = 0; k < 4; ++k) acc[g][k] = zero();
+    std::size_t c = 0;
+    for (; c + 16 <= D; c += 16) {
+      V r[4];
+      for (int k = 0; k < 4; ++k) r[k] = load_bf16(rows[k0 + k] + c);
+      for (int g = 0; g < G; ++g) {
+        const V qc = load(q[g] + c);
+        for (int k = 0; k < 4; ++k) acc[g][k] = fma(qc, r[k], acc[g][k]);
+      }
+    }
+    if (c < D) {
+      V r[4];
+      for (int k = 0; k < 4; ++k) r[k] = load_bf16_n(rows[k0 + k] + c, D - c);
+      for (int g = 0; g < G; ++g) {
+        const V qc = load_n(q[g] + c, D - c);
+        for (int k = 0; k < 4; ++k) acc[g][k] = fma(qc, r[k], acc[g][k]);
+      }
+    }
+    for (int g = 0; g < G; ++g)
+      for (int k = 0; k < 4; ++k) part[g][k0 + k] = acc[g][k];
   }
-  if (c < D) {
-    const V qc = load_n(q + c, D - c);
-    for (int k = 0; k < 16; ++k) acc[k] = fma(qc, load_bf16_n(rows[k] + c, D - c), acc[k]);
-  }
-  return reduce16(acc);
+  for (int g = 0; g < G; ++g) res[g] = reduce16(part[g]);
 }
 
 // One query t, heads h0 .. h0 + G − 1.
@@ -50,9 +70,13 @@ void attend_group(const float* q, const KvRows& kv, const float* sink, const std
   for (std::size_t j = n; j < npad; ++j) rows[j] = zero_row;
   const std::span<float> s_buf = frame.uninit<float>(G * npad), pb_buf = frame.uninit<float>(G * npad);
   // Scores, 16 slots at a time (the rows of a tile stay in L1 for the G heads).
-  for (std::size_t j0 = 0; j0 < npad; j0 += 16)
-    for (int g = 0; g < G; ++g)
-      store(s_buf.data() + g * npad + j0, mul(dots16(q + (t * H + h0 + g) * D, rows.data() + j0, D), set1(scale)));
+  const float* qg[G];
+  for (int g = 0; g < G; ++g) qg[g] = q + (t * H + h0 + g) * D;
+  for (std::size_t j0 = 0; j0 < npad; j0 += 16) {
+    V d[G];
+    dots16<G>(qg, rows.data() + j0, D, d);
+    for (int g = 0; g < G; ++g) store(s_buf.data() + g * npad + j0, mul(d[g], set1(scale)));
+  }
   float l_sum[G];
   for (int g = 0; g < G; ++g) {
     float* s = s_buf.data() + g * npad;

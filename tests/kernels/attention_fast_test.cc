@@ -99,6 +99,55 @@ TEST(SparseAttnFast, EveryPathGivesTheScalarBits) {
   }
 }
 
+// The header's definition written out in plain scalar code (exp_fast aside, which has its own
+// test below): pins the shared kernel body, which every SIMD build compiles, to the contract.
+TEST(SparseAttnFast, IsTheDefinitionBitForBit) {
+  using simd16_scalar::exp_fast;
+  using simd16_scalar::lane;
+  using simd16_scalar::set1;
+  const auto ex = [](float x) { return lane(exp_fast(set1(x)), 0); };
+  for (auto [S, H, D, K] : std::vector<std::array<std::size_t, 4>>{{5, 5, 40, 37}, {3, 4, 512, 70}}) {
+    const AttnCase c(S, H, D, K, 23, 31, S + H + D);
+    std::vector<float> want(S * H * D, 0.0f);
+    for (std::size_t t = 0; t < S; ++t)
+      for (std::size_t h = 0; h < H; ++h) {
+        std::vector<const float*> rows;
+        for (std::size_t j = 0; j < K; ++j) {
+          const std::int32_t v = c.idx[t * K + j];
+          if (v < 0) continue;
+          const auto i = static_cast<std::size_t>(v);
+          rows.push_back(i < c.rows_a ? c.a.data() + i * D : c.b.data() + (i - c.rows_a) * D);
+        }
+        if (rows.empty()) continue;
+        const float* q = c.q.data() + (t * H + h) * D;
+        std::vector<float> sc(rows.size());
+        for (std::size_t j = 0; j < rows.size(); ++j) {
+          float acc[16] = {};
+          for (std::size_t d = 0; d < D; ++d) acc[d % 16] = std::fma(q[d], rows[j][d], acc[d % 16]);
+          for (std::size_t w = 8; w >= 1; w /= 2)
+            for (std::size_t i = 0; i < w; ++i) acc[i] = acc[i] + acc[i + w];
+          sc[j] = acc[0] * c.scale;
+        }
+        float mu = sc[0];
+        for (float v : sc) mu = v > mu ? v : mu;
+        float l = 0.0f;
+        std::vector<float> pb(rows.size());
+        for (std::size_t j = 0; j < rows.size(); ++j) {
+          const float p = ex(sc[j] - mu);
+          l += p;
+          pb[j] = test::to_bf16_value(p);
+        }
+        l += ex(c.sink[h] - mu);
+        for (std::size_t d = 0; d < D; ++d) {
+          float o = 0.0f;
+          for (std::size_t j = 0; j < rows.size(); ++j) o = std::fma(pb[j], rows[j][d], o);
+          want[(t * H + h) * D + d] = test::to_bf16_value(o / l);
+        }
+      }
+    for (SimdPath p : paths()) EXPECT_TRUE(same_bits(c.run(p, nullptr), want)) << simd_path_name(p) << " D=" << D;
+  }
+}
+
 TEST(SparseAttnFast, ThreadCountAndBatchDoNotChangeBits) {
   const AttnCase c(7, 9, 512, 200, 128, 300, 5);
   const auto ref = c.run(best_simd_path(), nullptr);
