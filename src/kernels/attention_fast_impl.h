@@ -185,19 +185,22 @@ inline void index_score_items(const float* qt, const float* wp, const std::uint1
     const float* q = qt + s * hd * hp;
     const float* w = wp + s * hp;
     float* Irow = I + s * T;
+    // Whether key t gets a score at all (visible and, where a mask is given, a candidate).
+    const auto on = [&](std::size_t t) { return t < vis && (cand == nullptr || cand[s * T + t] != 0); };
     for (std::size_t a = t0; a < t1; a += 16) {
       const std::size_t n = std::min<std::size_t>(16, t1 - a);
+      bool live[16 / kKeysPerChunk] = {};
       bool any = false;
-      for (std::size_t k = 0; k < n; ++k) {
-        const std::size_t t = a + k;
-        any = any || (t < vis && (cand == nullptr || cand[s * T + t]));
-      }
+      for (std::size_t k = 0; k < n; ++k)
+        if (on(a + k)) live[k / kKeysPerChunk] = any = true;
       if (!any) {
         std::fill_n(Irow + a, n, neg_inf);
         continue;
       }
       for (std::size_t k = 0; k < 16; ++k) keys[k] = k < n ? K + (a + k) * hd : zero_row;
-      for (std::size_t k0 = 0; k0 < n; k0 += kKeysPerChunk)
+      // A chunk with no key to score is skipped (the candidate users' blocks are 8 keys).
+      for (std::size_t k0 = 0; k0 < n; k0 += kKeysPerChunk) {
+        if (!live[k0 / kKeysPerChunk]) continue;
         for (std::size_t h0 = 0; h0 < hp;) {
           float* zc = z.data() + k0 * hp;
           if (hp - h0 >= 32) {
@@ -208,18 +211,17 @@ inline void index_score_items(const float* qt, const float* wp, const std::uint1
             h0 += 16;
           }
         }
+      }
       // Σ_h z_h per key, ascending h from +0 (the padded heads are not summed).
       alignas(64) float sum[16] = {};
       for (std::size_t k = 0; k < n; ++k) {
+        if (!on(a + k)) continue;  // (its chunk may have been skipped: z is not its)
         float acc = 0.0f;
         for (std::size_t h = 0; h < nh; ++h) acc += z[k * hp + h];
         sum[k] = acc;
       }
       store(sum, round_bf16(load(sum)));
-      for (std::size_t k = 0; k < n; ++k) {
-        const std::size_t t = a + k;
-        Irow[t] = (t < vis && (cand == nullptr || cand[s * T + t])) ? sum[k] : neg_inf;
-      }
+      for (std::size_t k = 0; k < n; ++k) Irow[a + k] = on(a + k) ? sum[k] : neg_inf;
     }
   }
 }

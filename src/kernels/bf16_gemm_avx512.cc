@@ -6,9 +6,9 @@
 // Two shapes:
 //   - few activation rows (decode, m ≤ 4): the weights are dequantized in registers and used at
 //     once, four weight rows at a time, so each weight byte is read exactly once from memory;
-//   - many rows (prefill): a panel of 16 weight rows is dequantized once into a per-thread bf16
-//     buffer (L2-resident), then 6 × 4 register tiles of activation rows × weight rows run over
-//     it, reading each weight byte from memory once per call.
+//   - many rows (prefill, m ≥ kLaneMajorMinRows): panels of 64 weight rows are dequantized once
+//     into a per-thread lane-major buffer and multiplied by bf16_gemm_avx512_lanes.cc's
+//     broadcast kernel, reading each weight byte from memory once per call.
 #include "kernels/bf16_gemm_isa.h"
 #include "numeric/qdq.h"
 #include "util/cpu_features.h"
@@ -401,21 +401,14 @@ void decode_rows_fp8(const Fp8Decoder& dec, const Bf16Acts& a, const std::uint16
   }
 }
 
-// Prefill tiles, K in chunks of kChunk blocks. A register tile's accumulators are parked in
-// `state` (16 fp32 lanes each) between chunks, so the chunk of the activation tile stays in L1
-// while every weight tile of the panel passes over it, instead of streaming whole rows from L2
-// for each weight tile. Each accumulator still receives its blocks in ascending order through
-// the same instruction — the same bits as one pass over K.
-constexpr std::size_t kChunk = 32;
-
+// res[i][r] = dot(a rows i, w rows r) for MR activation rows × kNr bf16 weight rows, one pass
+// over K (the decode shape of BF16 weights).
 template <int MR>
-void chunk_tile(const std::uint16_t* const* a, const std::uint16_t* const* w, std::size_t b0, std::size_t b1,
-                float* state, bool first) {
+void micro(const std::uint16_t* const* a, const std::uint16_t* const* w, std::size_t nb, float (*res)[kNr]) {
   __m512 acc[MR][kNr];
   for (int i = 0; i < MR; ++i)
-    for (int r = 0; r < kNr; ++r)
-      acc[i][r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(state + (i * kNr + r) * 16);
-  for (std::size_t b = b0; b < b1; ++b) {
+    for (int r = 0; r < kNr; ++r) acc[i][r] = _mm512_setzero_ps();
+  for (std::size_t b = 0; b < nb; ++b) {
     __m512i wv[kNr];
     for (int r = 0; r < kNr; ++r) wv[r] = _mm512_loadu_si512(w[r] + b * kBlock);
     for (int i = 0; i < MR; ++i) {
@@ -424,17 +417,7 @@ void chunk_tile(const std::uint16_t* const* a, const std::uint16_t* const* w, st
     }
   }
   for (int i = 0; i < MR; ++i)
-    for (int r = 0; r < kNr; ++r) _mm512_storeu_ps(state + (i * kNr + r) * 16, acc[i][r]);
-}
-
-// res[i][r] = dot(a rows i, w rows r) for MR activation rows × kNr bf16 weight rows, one pass
-// over K (the decode shape).
-template <int MR>
-void micro(const std::uint16_t* const* a, const std::uint16_t* const* w, std::size_t nb, float (*res)[kNr]) {
-  alignas(64) float state[MR * kNr * 16];
-  chunk_tile<MR>(a, w, 0, nb, state, true);
-  for (int i = 0; i < MR; ++i)
-    for (int r = 0; r < kNr; ++r) res[i][r] = reduce16(_mm512_load_ps(state + (i * kNr + r) * 16));
+    for (int r = 0; r < kNr; ++r) res[i][r] = reduce16(acc[i][r]);
 }
 
 // Activations lane-major for the prefill kernel: bf16_gemm's copy when it made one, else this
