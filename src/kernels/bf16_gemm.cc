@@ -2,7 +2,9 @@
 // reproduce), activation preparation and weight dequantization. See bf16_gemm.h.
 #include "kernels/bf16_gemm.h"
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cfloat>
 #include <cmath>
@@ -235,20 +237,30 @@ void quantized_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16
   parallel_for(pool, m, rows);
 }
 
-bool bf16_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16Acts& out) {
+bool bf16_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16Acts& out, ThreadPool* pool) {
   if (x.size() != m * k) fail("bf16_acts: {} elements, expected {}x{}", x.size(), m, k);
   out.m = m;
   out.lanes_ready = false;
   out.k = k;
   out.k32 = (k + kBlock - 1) / kBlock * kBlock;
-  out.bits.assign(m * out.k32, 0);
-  for (std::size_t i = 0; i < m; ++i)
-    for (std::size_t c = 0; c < k; ++c) {
-      const std::uint32_t u = std::bit_cast<std::uint32_t>(x[i * k + c]);
-      if ((u & 0xFFFFu) != 0) return false;
-      out.bits[i * out.k32 + c] = flush(static_cast<std::uint16_t>(u >> 16));
+  out.bits.resize(m * out.k32);
+  std::atomic<bool> ok{true};
+  // Rows split over the pool only where there is enough work to pay for waking it.
+  parallel_for(m * k >= kParallelElements ? pool : nullptr, m, [&](std::size_t i0, std::size_t i1) {
+    for (std::size_t i = i0; i < i1; ++i) {
+      std::uint16_t* o = out.bits.data() + i * out.k32;
+      for (std::size_t c = 0; c < k; ++c) {
+        const std::uint32_t u = std::bit_cast<std::uint32_t>(x[i * k + c]);
+        if ((u & 0xFFFFu) != 0) {
+          ok.store(false, std::memory_order_relaxed);
+          return;
+        }
+        o[c] = flush(static_cast<std::uint16_t>(u >> 16));
+      }
+      std::fill(o + k, o + out.k32, std::uint16_t{0});
     }
-  return true;
+  });
+  return ok.load(std::memory_order_relaxed);
 }
 
 void bf16_gemm_rows(Isa isa, const Bf16Acts& a, const WeightRef& w, std::size_t j0, std::size_t j1,

@@ -72,8 +72,9 @@ struct Bf16Acts {
 void quantized_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16Acts& out,
                     ThreadPool* pool = nullptr, Isa isa = best_isa());
 // The rows as they are (each element must be a bf16 value; returns false, leaving `out`
-// unspecified, when one is not).
-bool bf16_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16Acts& out);
+// unspecified, when one is not). Rows are split over `pool` when there are enough of them.
+bool bf16_acts(std::span<const float> x, std::size_t m, std::size_t k, Bf16Acts& out, ThreadPool* pool = nullptr);
+
 
 // out[i·ldo + j] = the fixed-order dot product of activation row i and the dequantized weight
 // row j, as fp32, for i < a.m and j in [j0, j1). Formats: kFP8, kFP4, kBF16.

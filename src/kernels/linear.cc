@@ -165,13 +165,17 @@ bool fast_linear(std::span<const float> x, std::size_t m, const WeightRef& w, st
       fail("linear: {} weight needs K % {} == 0 for act_quant, got K = {}", weight_format_name(w.format),
            kBlock, w.cols);
     quantized_acts(x, m, w.cols, acts, opt.pool);
-  } else if (!bf16_acts(x, m, w.cols, acts)) {
+  } else if (!bf16_acts(x, m, w.cols, acts, opt.pool)) {
     return false;
   }
   bf16_gemm(acts, w, out.data(), opt.pool);
   const bool to_bf16 = !(w.format == WeightFormat::kBF16 && opt.f32_output);
-  if (to_bf16)
-    for (float& v : out) v = round_bf16(v);
+  if (to_bf16) {
+    const std::size_t n = w.rows;
+    parallel_for(m * n >= kParallelElements ? opt.pool : nullptr, m, [&](std::size_t i0, std::size_t i1) {
+      for (float& v : out.subspan(i0 * n, (i1 - i0) * n)) v = round_bf16(v);
+    });
+  }
   return true;
 }
 

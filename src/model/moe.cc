@@ -10,6 +10,7 @@
 #include "numeric/bf16.h"
 #include "util/error.h"
 #include "util/scratch_arena.h"
+#include "util/thread_pool.h"
 
 namespace dsv4 {
 namespace {
@@ -26,16 +27,19 @@ void expert(const ForwardContext& ctx, const ExpertWeights& e, std::span<const f
   kernels::linear(x, m, e.w3, u, ctx.lin());
   const auto lim = static_cast<float>(ctx.cfg.swiglu_limit);
   const bool clamp = ctx.cfg.swiglu_limit > 0;
-  for (std::size_t i = 0; i < m * inter; ++i) {
-    float gi = g[i], ui = u[i];
-    if (clamp) {
-      ui = std::min(std::max(ui, -lim), lim);
-      gi = std::min(gi, lim);
+  // Element-wise, so split by rows over the pool (the exp in strict_silu makes it worth it).
+  parallel_for(m * inter >= kParallelElements ? ctx.pool : nullptr, m, [&](std::size_t r0, std::size_t r1) {
+    for (std::size_t i = r0 * inter; i < r1 * inter; ++i) {
+      float gi = g[i], ui = u[i];
+      if (clamp) {
+        ui = std::min(std::max(ui, -lim), lim);
+        gi = std::min(gi, lim);
+      }
+      float h = mul32(kernels::strict_silu(gi), ui);
+      if (!weight.empty()) h = mul32(weight[i / inter], h);
+      g[i] = round_bf16(h);
     }
-    float h = mul32(kernels::strict_silu(gi), ui);
-    if (!weight.empty()) h = mul32(weight[i / inter], h);
-    g[i] = round_bf16(h);
-  }
+  });
   kernels::linear(g, m, e.w2, out, ctx.lin());
 }
 

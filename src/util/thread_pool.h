@@ -26,6 +26,10 @@
 
 namespace dsv4 {
 
+// Element-wise passes over fewer elements than this run on the calling thread: waking the pool
+// costs more than they do (decode-sized rows), while prefill-sized ones are split by rows.
+inline constexpr std::size_t kParallelElements = std::size_t{1} << 16;
+
 class ThreadPool {
  public:
   // threads ≥ 1 (0 means std::thread::hardware_concurrency()).
