@@ -322,6 +322,13 @@ void decode_rows(const Dec& dec, const Bf16Acts& a, const std::uint16_t* const* 
   float res[kMr][kNr];
   for (std::size_t j = j0; j < j1; j += kNr) {
     const std::size_t nr = std::min<std::size_t>(kNr, j1 - j);
+    // The next tile's scale bytes (a stream of their own beside the codes, which the tile
+    // prefetches itself): without this their load stalled each tile's start, ~6 % of a decode step.
+    if (j + kNr < j1) {
+      const auto* s0 = reinterpret_cast<const char*>(row_scales(w, j + kNr));
+      const std::size_t bytes = std::min<std::size_t>(kNr, j1 - j - kNr) * nb;
+      for (std::size_t o = 0; o < bytes; o += 64) _mm_prefetch(s0 + o, _MM_HINT_T0);
+    }
     const std::uint8_t* wr[kNr];
     const std::int32_t* dr[kNr];
     bool fast = true;
