@@ -23,6 +23,7 @@
 #include "kernels/transpose16_avx512.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <type_traits>
 #include <vector>
@@ -121,6 +122,29 @@ struct Fp8Decoder {
   __m512i operator()(const std::uint8_t* p) const {
     const __m512i c = codes(p);
     return with_sign(magnitude(c), c);
+  }
+};
+
+// 32 E4M3 codes → their values × 2^8 as bf16, by bit arithmetic instead of Fp8Decoder's two
+// 64-entry lookups and blend: a normal code s eeee mmm is 2^(e−7) · 1.mmm, so times 2^8 its bf16
+// is s (e + 128) mmm0000 = ((c << 4) & 0x87F0) | 0x4000 for c sign-extended to 16 bits. Codes
+// with eeee = 0 (zero and subnormals, mmm · 2^−9, times 2^8 = mmm / 2) come from an 8-entry table
+// and get the sign or'ed back. The NaN code 0x7F gives ±480 · 2^8, as Fp8Decoder gives ±480.
+// Used where the block scale is moved onto the activations, which then also take the 2^−8.
+struct Fp8x256Decoder {
+  static constexpr std::size_t kBytesPerBlock = 32;
+  __m512i tiny;  // entry i < 8: bf16 of i / 2 (vpermw reads index bits 0–4; bits 3–4 are 0 here)
+  Fp8x256Decoder() {
+    alignas(64) std::uint16_t t[32] = {};
+    for (int i = 0; i < 8; ++i) t[i] = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(0.5f * static_cast<float>(i)) >> 16);
+    tiny = _mm512_load_si512(t);
+  }
+  __m512i operator()(const std::uint8_t* p) const {
+    const __m512i c = Fp8Decoder::codes(p);
+    const __m512i normal = _mm512_ternarylogic_epi32(_mm512_slli_epi16(c, 4), _mm512_set1_epi16(static_cast<short>(0x87F0)),
+                                                     _mm512_set1_epi16(0x4000), 0xEA);  // (a & b) | c
+    const __mmask32 sub = _mm512_testn_epi16_mask(c, _mm512_set1_epi16(0x78));
+    return Fp8Decoder::with_sign(_mm512_mask_permutexvar_epi16(normal, sub, c, tiny), c);
   }
 };
 
@@ -362,11 +386,13 @@ void decode_rows(const Dec& dec, const Bf16Acts& a, const std::uint16_t* const* 
 
 // FP8 decode shape: the 32 rows of a scale group share each block's scale, so it is moved onto
 // the activations once per group — (x·2^d)·w = x·(w·2^d) exactly, both products exact in fp32,
-// the same accumulation, the same bits — and the weights are decoded unscaled, which halves the
-// per-block work. Groups whose scales or activations are outside the exact range take
+// the same accumulation, the same bits — and the weights are decoded unscaled (× 2^8, moved onto
+// the activations as well: Fp8x256Decoder), which cuts the per-block work. Groups whose scales or activations are outside the exact range take
 // decode_rows.
 void decode_rows_fp8(const Fp8Decoder& dec, const Bf16Acts& a, const std::uint16_t* const* arows,
                      const WeightRef& w, std::size_t j0, std::size_t j1, float* out, std::size_t ldo) {
+  static const Fp8x256Decoder dec256;
+  constexpr int kX256 = 8;  // the weights come out × 2^8, so the activations take 2^(d − 8)
   const std::size_t nb = a.k32 / kBlock, m = a.m, row_bytes = w.cols;
   const ActRange range = act_range(a);
   std::int32_t* gd = scratch_group_deltas(nb);
@@ -379,7 +405,7 @@ void decode_rows_fp8(const Fp8Decoder& dec, const Bf16Acts& a, const std::uint16
     const std::size_t g1 = std::min(j1, (g0 / kBlock + 1) * kBlock);
     bool movable = load_deltas<Fp8Decoder>(w, g0, nb, gd) && range.emax < 255;
     for (std::size_t b = 0; b < nb && movable; ++b) {
-      const int d = static_cast<std::int16_t>(gd[b] & 0xFFFF) / 128;
+      const int d = static_cast<std::int16_t>(gd[b] & 0xFFFF) / 128 - kX256;
       movable = range.emin > range.emax || (range.emin + d >= 1 && range.emax + d <= 254);
     }
     if (!movable) {
@@ -391,7 +417,8 @@ void decode_rows_fp8(const Fp8Decoder& dec, const Bf16Acts& a, const std::uint16
       for (std::size_t b = 0; b < nb; ++b) {
         const __m512i x = _mm512_loadu_si512(arows[i] + b * kBlock);
         // Zeros stay zeros (with their sign); every other element gets d added to its exponent.
-        const __m512i y = _mm512_mask_add_epi16(x, _mm512_test_epi16_mask(x, mag), x, _mm512_set1_epi32(gd[b]));
+        const __m512i delta = _mm512_sub_epi16(_mm512_set1_epi32(gd[b]), _mm512_set1_epi16(kX256 << 7));
+        const __m512i y = _mm512_mask_add_epi16(x, _mm512_test_epi16_mask(x, mag), x, delta);
         _mm512_storeu_si512(scaled + i * a.k32 + b * kBlock, y);
       }
     for (std::size_t j = g0; j < g1; j += kNr) {
@@ -399,7 +426,7 @@ void decode_rows_fp8(const Fp8Decoder& dec, const Bf16Acts& a, const std::uint16
       const std::uint8_t* wr[kNr];
       for (std::size_t r = 0; r < kNr; ++r) wr[r] = code_row(w, j + std::min(r, nr - 1));
       dispatch_mr(static_cast<int>(m), [&](auto MR) {
-        fused<MR(), false>(dec, srows, wr, nullptr, nb, kNr * row_bytes, res);
+        fused<MR(), false>(dec256, srows, wr, nullptr, nb, kNr * row_bytes, res);
       });
       for (std::size_t i = 0; i < m; ++i)
         for (std::size_t r = 0; r < nr; ++r) out[i * ldo + j + r] = res[i][r];
