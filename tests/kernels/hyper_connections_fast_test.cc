@@ -101,15 +101,24 @@ std::size_t bf16_steps_apart(const std::vector<float>& a, const std::vector<floa
   return n;
 }
 
+// Random inputs of hc_pre / hc_post for T tokens of width D.
+struct PrePostInputs {
+  std::vector<float> x, y, pre, post, comb;
+  PrePostInputs(std::size_t T, std::size_t D, std::uint64_t seed)
+      : x(T * kHc * D), y(T * D), pre(T * kHc), post(T * kHc), comb(T * kHc * kHc) {
+    Rng r(seed);
+    for (auto& v : x) v = r.bf16_gauss(0);
+    for (auto& v : y) v = r.bf16_gauss(0);
+    for (auto& v : pre) v = static_cast<float>(r.unif(-1, 1));
+    for (auto& v : post) v = static_cast<float>(r.unif(0, 2));
+    for (auto& v : comb) v = static_cast<float>(r.unif(0, 1));
+  }
+};
+
 TEST(HcFast, PreAndPostAgreeWithStrictAndAreInvariant) {
-  Rng r(93);
   constexpr std::size_t T = 13, D = 515;
-  std::vector<float> x(T * kHc * D), y(T * D), pre(T * kHc), post(T * kHc), comb(T * kHc * kHc);
-  for (auto& v : x) v = r.bf16_gauss(0);
-  for (auto& v : y) v = r.bf16_gauss(0);
-  for (auto& v : pre) v = static_cast<float>(r.unif(-1, 1));
-  for (auto& v : post) v = static_cast<float>(r.unif(0, 2));
-  for (auto& v : comb) v = static_cast<float>(r.unif(0, 1));
+  const PrePostInputs in(T, D, 93);
+  const auto& [x, y, pre, post, comb] = in;
   std::vector<float> sp(T * D), fp(T * D), so(T * kHc * D), fo(T * kHc * D);
   hc_pre(x, pre, T, kHc, D, sp);
   hc_post(y, x, post, comb, T, kHc, D, so);
@@ -138,14 +147,9 @@ TEST(HcFast, PreAndPostAgreeWithStrictAndAreInvariant) {
 // version must be the plain loop's bits (double products and sums in index order, one fp32 and
 // one bf16 rounding at the end), written out here independently.
 TEST(HcFast, PreAndPostAreThePlainLoopsBitForBit) {
-  Rng r(94);
   constexpr std::size_t T = 3, D = 1031;  // a ragged tail for every vector width
-  std::vector<float> x(T * kHc * D), y(T * D), pre(T * kHc), post(T * kHc), comb(T * kHc * kHc);
-  for (auto& v : x) v = r.bf16_gauss(0);
-  for (auto& v : y) v = r.bf16_gauss(0);
-  for (auto& v : pre) v = static_cast<float>(r.unif(-1, 1));
-  for (auto& v : post) v = static_cast<float>(r.unif(0, 2));
-  for (auto& v : comb) v = static_cast<float>(r.unif(0, 1));
+  const PrePostInputs in(T, D, 94);
+  const auto& [x, y, pre, post, comb] = in;
   const auto bf16 = [](float f) {  // round to nearest even, as round_bf16 (finite inputs)
     std::uint32_t u;
     std::memcpy(&u, &f, 4);
