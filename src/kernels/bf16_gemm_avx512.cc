@@ -387,8 +387,8 @@ void decode_rows(const Dec& dec, const Bf16Acts& a, const std::uint16_t* const* 
 // FP8 decode shape: the 32 rows of a scale group share each block's scale, so it is moved onto
 // the activations once per group — (x·2^d)·w = x·(w·2^d) exactly, both products exact in fp32,
 // the same accumulation, the same bits — and the weights are decoded unscaled (× 2^8, moved onto
-// the activations as well: Fp8x256Decoder), which cuts the per-block work. Groups whose scales or activations are outside the exact range take
-// decode_rows.
+// the activations as well: Fp8x256Decoder), which cuts the per-block work. Groups whose scales or
+// activations are outside the exact range take decode_rows.
 void decode_rows_fp8(const Fp8Decoder& dec, const Bf16Acts& a, const std::uint16_t* const* arows,
                      const WeightRef& w, std::size_t j0, std::size_t j1, float* out, std::size_t ldo) {
   static const Fp8x256Decoder dec256;
@@ -514,9 +514,7 @@ void run_quantized(const Dec& dec, const Bf16Acts& a, const WeightRef& w, std::s
         for (std::size_t r = 0; r < 16; ++r)
           v[r] = r < n && !slow[q + r] ? dec(src[r] + b * Dec::kBytesPerBlock, deltas + r * nb + b)
                                        : _mm512_setzero_si512();
-        transpose16(v);
-        for (std::size_t l = 0; l < 16; ++l)
-          _mm512_storeu_si512(wl + l * plane + (b * static_cast<std::size_t>(groups) + q / 16) * 16, v[l]);
+        store_lane_block(v, wl, plane, b, groups, g);
       }
     }
     lane_panel_gemm_avx512(a, lanes, wl, np, p, out, ldo);

@@ -147,8 +147,7 @@ void lane_panel_group_avx512(const std::uint16_t* const* rows, std::size_t n, st
     __m512i v[16];
     for (std::size_t r = 0; r < 16; ++r)
       v[r] = r < n ? _mm512_loadu_si512(rows[r] + b * kBlock) : _mm512_setzero_si512();
-    transpose16(v);
-    for (std::size_t l = 0; l < 16; ++l) _mm512_storeu_si512(wl + l * plane + (b * groups + g) * 16, v[l]);
+    store_lane_block(v, wl, plane, b, groups, g);
   }
 }
 

@@ -4,6 +4,9 @@
 // AVX-512.
 #include <immintrin.h>
 
+#include <cstddef>
+#include <cstdint>
+
 namespace dsv4::kernels::bf16_detail {
 
 // v[r] (16 dwords each) → v[c] holds dword c of every former v[r], in r order.
@@ -32,6 +35,15 @@ inline void transpose16(__m512i (&v)[16]) {
     v[8 + j] = _mm512_shuffle_i32x4(x1, x3, 0x88);
     v[12 + j] = _mm512_shuffle_i32x4(x1, x3, 0xDD);
   }
+}
+
+// Block b of a 16-row group g of a lane-major weight panel (bf16_gemm_isa.h): v[r] holds the
+// block's 16 pairs of row 16g + r; after the transpose, pair l of the 16 rows goes to plane l.
+inline void store_lane_block(__m512i (&v)[16], std::uint32_t* wl, std::size_t plane, std::size_t b, int groups,
+                             int g) {
+  transpose16(v);
+  const std::size_t at = (b * static_cast<std::size_t>(groups) + static_cast<std::size_t>(g)) * 16;
+  for (std::size_t l = 0; l < 16; ++l) _mm512_storeu_si512(wl + l * plane + at, v[l]);
 }
 
 }  // namespace dsv4::kernels::bf16_detail
