@@ -13,6 +13,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -129,8 +130,6 @@ void BM_Linear(benchmark::State& st, WeightFormat f, std::size_t n, std::size_t 
   opt.mode = Numerics::kFast;
   opt.pool = &pool();
   opt.f32_output = f == WeightFormat::kBF16;
-  // The read bandwidth of this moment (the shared host drifts), for the ratio counter.
-  const double bw = m == 1 && !hot ? measure_read_bandwidth(pool(), kColdBytes, 3).best_gbps * 1e9 : 0.0;
   for (auto _ : st) {
     linear(x, m, ws[next].ref, out, opt);
     next = (next + 1) % ws.size();
@@ -138,9 +137,27 @@ void BM_Linear(benchmark::State& st, WeightFormat f, std::size_t n, std::size_t 
   }
   st.counters["bytes_per_second"] = benchmark::Counter(static_cast<double>(w.bytes), benchmark::Counter::kIsIterationInvariantRate);
   st.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(m * n * k), benchmark::Counter::kIsIterationInvariantRate);
-  if (bw > 0) {
-    st.counters["read_bw"] = bw;
-    st.counters["of_read_bw"] = benchmark::Counter(static_cast<double>(w.bytes) / bw, benchmark::Counter::kIsIterationInvariantRate);
+  if (m == 1 && !hot) {
+    // The ratio to the read bandwidth, paired: rounds of one read sweep of kColdBytes then one
+    // pass of the kernel over all the copies (as many bytes), each round's ratio taken on its
+    // own, so that both figures see the same moment of a host whose bandwidth drifts by ±30 %
+    // within minutes; the median round is reported (and the best sweep, for scale).
+    ReadSweep sweep(pool(), kColdBytes);
+    std::vector<double> ratios, sweeps;
+    const int pairs = std::getenv("DSV4_BENCH_PAIRS") ? std::atoi(std::getenv("DSV4_BENCH_PAIRS")) : 9;
+    for (int r = 0; r < std::max(pairs, 1); ++r) {
+      const double sweep_gbps = sweep.sweep_gbps();
+      const auto t0 = std::chrono::steady_clock::now();
+      for (const Weight& c : ws) linear(x, m, c.ref, out, opt);
+      const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      sweeps.push_back(sweep_gbps);
+      ratios.push_back(static_cast<double>(w.bytes * ws.size()) / dt / 1e9 / sweep_gbps);
+    }
+    std::sort(ratios.begin(), ratios.end());
+    st.counters["read_bw"] = *std::max_element(sweeps.begin(), sweeps.end()) * 1e9;
+    st.counters["of_read_bw"] = ratios[ratios.size() / 2];
+    st.counters["of_read_bw_lo"] = ratios.front();
+    st.counters["of_read_bw_hi"] = ratios.back();
   }
   st.counters["threads"] = static_cast<double>(pool().threads());
   st.SetLabel(isa_name(best_isa()));

@@ -12,7 +12,10 @@
 //
 // Decode: bytes read per token (the memory plan's count of the weights one step touches — dense
 // weights, the activated experts of every layer, Engram rows, the head — plus the cache rows it
-// reads, at the mean decode position) × tokens/s ÷ the read bandwidth of a STREAM-like sweep.
+// reads, at the mean decode position) × tokens/s ÷ the read bandwidth of a STREAM-like sweep
+// (best of 5 before the run), and the same per step against a sweep run just before that step
+// (median over the steps: the host's bandwidth drifts within seconds, so this pairing is the
+// steadier figure).
 // Prefill: 2 FLOP per multiply-add of the activated parameters per token (the linear layers;
 // attention's own arithmetic is not counted) ÷ the bf16 dot-product peak (fp32 FMA peak where
 // the CPU has no bf16 dot product). --smoke shrinks everything so CI can check it runs.
@@ -20,6 +23,7 @@
 // RAM, so the first prefill does not measure the disk; --cold skips that.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -60,12 +64,29 @@ struct RunResult {
   std::size_t prompt = 0, gen = 0;
   double prefill_s = 0, decode_s = 0;
   OpProfile prefill_prof, decode_prof;
+  // With a paired sweep: each decode step's seconds and the read sweep run just before it.
+  std::vector<double> step_s, step_sweep_gbps;
 };
+
+// The median, lowest and highest of each decode step's bandwidth ratio against the sweep run
+// just before that step (both see the same moment of a drifting host).
+struct PairedRatio {
+  double median = 0, lo = 0, hi = 0;
+};
+PairedRatio paired_ratio(const RunResult& r, double bytes_per_step) {
+  std::vector<double> v;
+  for (std::size_t k = 0; k < r.step_s.size(); ++k) v.push_back(bytes_per_step / r.step_s[k] / 1e9 / r.step_sweep_gbps[k]);
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  return {v[v.size() / 2], v.front(), v.back()};
+}
 
 // Prefills `prompt` pseudo-random tokens into `batch` fresh sequences (chunks of `chunk`, last
 // position's logits only), then decodes `gen` greedy steps, timing both phases per operation.
+// With `sweep`, each decode step is preceded by one read sweep (not timed as decode), so that its
+// bandwidth ratio can be taken against the same moment's bandwidth.
 RunResult prefill_and_decode(Model& m, std::size_t prompt, std::size_t gen, std::size_t batch, std::size_t chunk,
-                             bool progress) {
+                             bool progress, kernels::ReadSweep* sweep = nullptr) {
   const ModelConfig& c = m.config();
   RunResult r;
   r.prompt = prompt;
@@ -94,14 +115,17 @@ RunResult prefill_and_decode(Model& m, std::size_t prompt, std::size_t gen, std:
   std::vector<std::int64_t> next(batch);
   for (std::size_t b = 0; b < batch; ++b) next[b] = argmax(logits[b]);
   m.set_profile(&r.decode_prof);
-  t0 = Clock::now();
   for (std::size_t k = 0; k < gen; ++k) {
+    if (sweep) r.step_sweep_gbps.push_back(sweep->sweep_gbps());
+    t0 = Clock::now();
     std::vector<BatchItem> items;
     for (std::size_t b = 0; b < batch; ++b) items.push_back({seqs[b].get(), std::span<const std::int64_t>(&next[b], 1)});
     logits = m.forward_batch(items);
     for (std::size_t b = 0; b < batch; ++b) next[b] = argmax(logits[b]);
+    const double dt = since(t0);
+    r.decode_s += dt;
+    if (sweep) r.step_s.push_back(dt);
   }
-  r.decode_s = since(t0);
   m.set_profile(nullptr);
   return r;
 }
@@ -191,7 +215,10 @@ int run(BenchArgs& a) {
   }
 
   const bool progress = !a.model.quiet && !a.json;
-  const RunResult main_run = prefill_and_decode(*m, a.prompt, a.gen, a.batch, a.chunk, progress);
+  // A sweep before each decode step of the main run, over a buffer far larger than the caches
+  // (which also leaves the step's weights as cold as a real decode step finds them).
+  kernels::ReadSweep step_sweep(pool, a.smoke ? (std::size_t(16) << 20) : (std::size_t(256) << 20));
+  const RunResult main_run = prefill_and_decode(*m, a.prompt, a.gen, a.batch, a.chunk, progress, &step_sweep);
   std::vector<RunResult> ctx_runs;
   for (std::size_t n : a.ctxs) ctx_runs.push_back(prefill_and_decode(*m, n, a.gen, 1, a.chunk, progress));
 
@@ -213,6 +240,7 @@ int run(BenchArgs& a) {
     return f;
   };
   const Figures mf = figures(main_run, a.batch);
+  const PairedRatio paired = paired_ratio(main_run, mf.bytes_per_step);
   std::vector<Figures> cf;
   for (const RunResult& r : ctx_runs) cf.push_back(figures(r, 1));
   const auto prefill_ops = breakdown(main_run.prefill_prof, main_run.prefill_s);
@@ -248,6 +276,10 @@ int run(BenchArgs& a) {
                    {"bytes_per_step", mf.bytes_per_step},
                    {"gbps", mf.decode_gbps},
                    {"ratio_to_bandwidth", mf.decode_gbps / bw.best_gbps},
+                   {"ratio_to_bandwidth_paired_median", paired.median},
+                   {"ratio_to_bandwidth_paired_lo", paired.lo},
+                   {"ratio_to_bandwidth_paired_hi", paired.hi},
+                   {"step_sweeps_gbps", main_run.step_sweep_gbps},
                    {"ops", decode_ops}};
     if (!ctx_runs.empty()) {
       nlohmann::ordered_json cs = nlohmann::ordered_json::array();
@@ -281,6 +313,9 @@ int run(BenchArgs& a) {
               "read bandwidth\n",
               a.gen, a.batch, main_run.decode_s, mf.decode_tps,
               human_bytes(static_cast<std::uint64_t>(mf.bytes_per_step)).c_str(), mf.decode_gbps, mf.decode_gbps / bw.best_gbps);
+  if (a.gen > 0)
+    std::printf("         each step against a sweep run just before it: median %.3f of the read bandwidth (%.3f–%.3f)\n",
+                paired.median, paired.lo, paired.hi);
   std::printf("%-12s %10s %7s %10s %7s   (%s numerics)\n", "operation", "prefill s", "share", "decode s", "share",
               std::string(numerics_name(m->options().numerics)).c_str());
   for (const auto& [name, v] : prefill_ops.items()) {
