@@ -35,6 +35,11 @@ constexpr std::size_t kPanel = 16;     // weight rows dequantized together (pref
 constexpr std::size_t kMaxPanel = 64;  // … and at most (quantized weights, by row length)
 constexpr int kMr = 6;              // activation rows per register tile
 constexpr int kNr = 4;              // weight rows per register tile
+// … and per tile of the decode shape with a single activation row: the accumulation of a row is
+// one chain of dependent VDPBF16PS (its definition), so only the tile's rows run in parallel, and
+// 4 chains left one core at ~32 GB/s of FP4 weights — bound by the instruction's latency, not by
+// the decoding (removing any one decode step changed nothing). 8 chains double that bound.
+constexpr int kNrWide = 8;
 
 inline __m512 dp(__m512 acc, __m512i a, __m512i w) {
   return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)w);
@@ -151,33 +156,36 @@ struct Fp8x256Decoder {
 // The same with the kNr weight rows dequantized in registers from their stored codes, scaled by
 // their per-block deltas (kScaled), or unscaled (FP8 whose block scale was moved onto the
 // activations).
-// `ahead` is the distance in bytes to the same block of the next tile's rows, prefetched while
-// this tile runs: a tile's four rows are short streams (a few KB), too short for the hardware
-// prefetchers to ramp up on before they end.
-template <int MR, bool kScaled, class Dec>
+// `next` is the first byte of a later tile (prefetch_distance ahead; the kNr rows of a tile are
+// adjacent in memory, so the tiles are one contiguous region), prefetched while this tile runs,
+// kNr lines per line-step of the rows — in address order. Prefetching each row's block of the
+// next tile instead (kNr interleaved streams, which is also what the hardware prefetchers see of
+// the loads) read memory at ~0.82 of a plain sweep's rate even with no arithmetic at all; one
+// ascending stream reads at ~0.92 (paired measurements, 2 threads).
+template <int MR, int NR, bool kScaled, class Dec>
 void fused(const Dec& dec, const std::uint16_t* const* a, const std::uint8_t* const* w,
-           const std::int32_t* const* deltas, std::size_t nb, std::size_t ahead, float (*res)[kNr]) {
-  __m512 acc[MR][kNr];
+           const std::int32_t* const* deltas, std::size_t nb, const std::uint8_t* next, float (*res)[kNrWide]) {
+  __m512 acc[MR][NR];
   for (int i = 0; i < MR; ++i)
-    for (int r = 0; r < kNr; ++r) acc[i][r] = _mm512_setzero_ps();
+    for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();
   constexpr std::size_t kBlocksPerLine = 64 / Dec::kBytesPerBlock;
   for (std::size_t b = 0; b < nb; ++b) {
     if (b % kBlocksPerLine == 0)
-      for (int r = 0; r < kNr; ++r)
-        _mm_prefetch(reinterpret_cast<const char*>(w[r] + b * Dec::kBytesPerBlock + ahead), _MM_HINT_T0);
-    __m512i wv[kNr];
-    for (int r = 0; r < kNr; ++r) {
+      for (int r = 0; r < NR; ++r)
+        _mm_prefetch(reinterpret_cast<const char*>(next + ((b / kBlocksPerLine) * NR + r) * 64), _MM_HINT_T0);
+    __m512i wv[NR];
+    for (int r = 0; r < NR; ++r) {
       const std::uint8_t* p = w[r] + b * Dec::kBytesPerBlock;
       if constexpr (kScaled) wv[r] = dec(p, deltas[r] + b);
       else wv[r] = dec(p);
     }
     for (int i = 0; i < MR; ++i) {
       const __m512i x = _mm512_loadu_si512(a[i] + b * kBlock);
-      for (int r = 0; r < kNr; ++r) acc[i][r] = dp(acc[i][r], x, wv[r]);
+      for (int r = 0; r < NR; ++r) acc[i][r] = dp(acc[i][r], x, wv[r]);
     }
   }
   for (int i = 0; i < MR; ++i)
-    for (int r = 0; r < kNr; ++r) res[i][r] = reduce16(acc[i][r]);
+    for (int r = 0; r < NR; ++r) res[i][r] = reduce16(acc[i][r]);
 }
 
 // FP4 with AVX512_VBMI: four blocks of a row (64 bytes) are loaded at once together with a copy
@@ -203,49 +211,60 @@ struct Fp4SpreadVbmi {
 
 #define DSV4_VBMI __attribute__((target("avx512vbmi")))
 
-// Block b of the kNr rows, spread from byte group j of `codes` / `high`, into every accumulator.
-template <int MR>
-DSV4_VBMI inline void fp4_vbmi_step(const Fp4Decoder& dec, const Fp4SpreadVbmi& sp, const std::uint16_t* const* a,
-                                    const std::int32_t* const* deltas, std::size_t b, const __m512i* codes,
-                                    const __m512i* high, int j, __m512 (*acc)[kNr]) {
-  __m512i wv[kNr];
-  for (int r = 0; r < kNr; ++r) {
-    const __m512i nib = _mm512_permutex2var_epi8(codes[r], sp.idx[j], high[r]);
-    const __m512i t = _mm512_maskz_add_epi16(0xFEFEFEFEu, dec.table, _mm512_set1_epi32(deltas[r][b]));
-    wv[r] = _mm512_permutexvar_epi16(nib, t);
-  }
-  for (int i = 0; i < MR; ++i) {
-    const __m512i x = _mm512_loadu_si512(a[i] + b * kBlock);
-    for (int r = 0; r < kNr; ++r) acc[i][r] = dp(acc[i][r], x, wv[r]);
-  }
+// Block b of row r, spread from byte group j of the row's `codes` / `high`.
+DSV4_VBMI inline __m512i fp4_vbmi_block(const Fp4Decoder& dec, const Fp4SpreadVbmi& sp, const std::int32_t* delta,
+                                        __m512i codes, __m512i high, int j) {
+  const __m512i nib = _mm512_permutex2var_epi8(codes, sp.idx[j], high);
+  const __m512i t = _mm512_maskz_add_epi16(0xFEFEFEFEu, dec.table, _mm512_set1_epi32(*delta));
+  return _mm512_permutexvar_epi16(nib, t);
 }
 
-template <int MR>
+// Four blocks at a time (one 64-byte load per row). With one activation row, row after row within
+// them (each row's chain still takes its blocks in order; only the NR accumulators and the 4
+// activation blocks stay in registers); with more, block after block.
+template <int MR, int NR>
 DSV4_VBMI void fused_fp4_vbmi(const Fp4Decoder& dec, const Fp4SpreadVbmi& sp, const std::uint16_t* const* a,
                               const std::uint8_t* const* w, const std::int32_t* const* deltas, std::size_t nb,
-                              std::size_t ahead, float (*res)[kNr]) {
-  __m512 acc[MR][kNr];
+                              const std::uint8_t* next, float (*res)[kNrWide]) {
+  __m512 acc[MR][NR];
   for (int i = 0; i < MR; ++i)
-    for (int r = 0; r < kNr; ++r) acc[i][r] = _mm512_setzero_ps();
-  __m512i codes[kNr], high[kNr];
+    for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();
   std::size_t b = 0;
   for (; b + 4 <= nb; b += 4) {
-    for (int r = 0; r < kNr; ++r) {
-      _mm_prefetch(reinterpret_cast<const char*>(w[r] + b * 16 + ahead), _MM_HINT_T0);
-      codes[r] = _mm512_loadu_si512(w[r] + b * 16);
-      high[r] = _mm512_srli_epi16(codes[r], 4);
+    if constexpr (MR == 1) {
+      __m512i x[4];
+      for (int j = 0; j < 4; ++j) x[j] = _mm512_loadu_si512(a[0] + (b + j) * kBlock);
+      for (int r = 0; r < NR; ++r) {
+        _mm_prefetch(reinterpret_cast<const char*>(next + (b / 4 * NR + r) * 64), _MM_HINT_T0);  // (fused's order)
+        const __m512i codes = _mm512_loadu_si512(w[r] + b * 16), high = _mm512_srli_epi16(codes, 4);
+        for (int j = 0; j < 4; ++j) acc[0][r] = dp(acc[0][r], x[j], fp4_vbmi_block(dec, sp, deltas[r] + b + j, codes, high, j));
+      }
+    } else {  // block after block: MR × 4 activation blocks would not fit in registers
+      __m512i codes[NR], high[NR];
+      for (int r = 0; r < NR; ++r) {
+        _mm_prefetch(reinterpret_cast<const char*>(next + (b / 4 * NR + r) * 64), _MM_HINT_T0);
+        codes[r] = _mm512_loadu_si512(w[r] + b * 16);
+        high[r] = _mm512_srli_epi16(codes[r], 4);
+      }
+      for (int j = 0; j < 4; ++j) {
+        __m512i wv[NR];
+        for (int r = 0; r < NR; ++r) wv[r] = fp4_vbmi_block(dec, sp, deltas[r] + b + j, codes[r], high[r], j);
+        for (int i = 0; i < MR; ++i) {
+          const __m512i x = _mm512_loadu_si512(a[i] + (b + j) * kBlock);
+          for (int r = 0; r < NR; ++r) acc[i][r] = dp(acc[i][r], x, wv[r]);
+        }
+      }
     }
-    for (int j = 0; j < 4; ++j) fp4_vbmi_step<MR>(dec, sp, a, deltas, b + j, codes, high, j, acc);
   }
   for (; b < nb; ++b) {  // the last nb % 4 blocks, 16 bytes each: nothing is read past the row
-    for (int r = 0; r < kNr; ++r) {
-      codes[r] = _mm512_maskz_loadu_epi8(0xFFFFull, w[r] + b * 16);
-      high[r] = _mm512_srli_epi16(codes[r], 4);
+    for (int r = 0; r < NR; ++r) {
+      const __m512i codes = _mm512_maskz_loadu_epi8(0xFFFFull, w[r] + b * 16), high = _mm512_srli_epi16(codes, 4);
+      const __m512i wv = fp4_vbmi_block(dec, sp, deltas[r] + b, codes, high, 0);
+      for (int i = 0; i < MR; ++i) acc[i][r] = dp(acc[i][r], _mm512_loadu_si512(a[i] + b * kBlock), wv);
     }
-    fp4_vbmi_step<MR>(dec, sp, a, deltas, b, codes, high, 0, acc);
   }
   for (int i = 0; i < MR; ++i)
-    for (int r = 0; r < kNr; ++r) res[i][r] = reduce16(acc[i][r]);
+    for (int r = 0; r < NR; ++r) res[i][r] = reduce16(acc[i][r]);
 }
 
 template <class F>
@@ -263,6 +282,14 @@ void dispatch_mr(int mr, F&& f) {
 const std::uint8_t* code_row(const WeightRef& w, std::size_t j) {
   const auto* base = static_cast<const std::uint8_t*>(w.data);
   return w.format == WeightFormat::kFP8 ? base + j * w.cols : base + j * (w.cols / 2);
+}
+
+// How far ahead the decode shape prefetches its weights: the whole tiles nearest to ~20 KB (at
+// least one). Paired with read sweeps, 20 KB read ~0.03–0.05 of the bandwidth better than one
+// tile (4.6–32 KB on the model's shapes) or 32 KB.
+std::size_t prefetch_distance(std::size_t tile_bytes) {
+  constexpr std::size_t kTarget = 20 * 1024;
+  return std::max<std::size_t>(1, (kTarget + tile_bytes / 2) / tile_bytes) * tile_bytes;
 }
 
 std::int32_t* scratch_deltas(std::size_t n) {
@@ -336,41 +363,43 @@ std::uint16_t* scratch_scaled_acts(std::size_t n) {
 }
 
 // Decode shape over weight rows [j0, j1): every weight row read once, straight from the mapped
-// codes, four rows per tile, each dequantized in registers with its own block scales.
-template <class Dec>
-void decode_rows(const Dec& dec, const Bf16Acts& a, const std::uint16_t* const* arows, const WeightRef& w,
-                 std::size_t j0, std::size_t j1, float* out, std::size_t ldo) {
+// codes, NR rows per tile, each dequantized in registers with its own block scales.
+template <int NR, class Dec>
+void decode_tiles(const Dec& dec, const Bf16Acts& a, const std::uint16_t* const* arows, const WeightRef& w,
+                  std::size_t j0, std::size_t j1, float* out, std::size_t ldo) {
   const std::size_t nb = a.k32 / kBlock, m = a.m;
-  const std::size_t row_bytes = Dec::kBytesPerBlock * nb;
-  std::int32_t* deltas = scratch_deltas(kNr * nb);
-  float res[kMr][kNr];
-  for (std::size_t j = j0; j < j1; j += kNr) {
-    const std::size_t nr = std::min<std::size_t>(kNr, j1 - j);
+  const std::size_t row_bytes = Dec::kBytesPerBlock * nb, ahead = prefetch_distance(NR * row_bytes);
+  std::int32_t* deltas = scratch_deltas(NR * nb);
+  float res[kMr][kNrWide];
+  for (std::size_t j = j0; j < j1; j += NR) {
+    const std::size_t nr = std::min<std::size_t>(NR, j1 - j);
     // The next tile's scale bytes (a stream of their own beside the codes, which the tile
     // prefetches itself): without this their load stalled each tile's start, ~6 % of a decode step.
-    if (j + kNr < j1) {
-      const auto* s0 = reinterpret_cast<const char*>(row_scales(w, j + kNr));
-      const std::size_t bytes = std::min<std::size_t>(kNr, j1 - j - kNr) * nb;
+    if (j + NR < j1) {
+      const auto* s0 = reinterpret_cast<const char*>(row_scales(w, j + NR));
+      const std::size_t bytes = std::min<std::size_t>(NR, j1 - j - NR) * nb;
       for (std::size_t o = 0; o < bytes; o += 64) _mm_prefetch(s0 + o, _MM_HINT_T0);
     }
-    const std::uint8_t* wr[kNr];
-    const std::int32_t* dr[kNr];
+    const std::uint8_t* wr[NR];
+    const std::int32_t* dr[NR];
     bool fast = true;
-    for (std::size_t r = 0; r < kNr; ++r) {
+    for (std::size_t r = 0; r < NR; ++r) {
       const std::size_t jr = j + std::min(r, nr - 1);  // a short tile repeats its last row
       wr[r] = code_row(w, jr);
       dr[r] = deltas + r * nb;
       fast &= load_deltas<Dec>(w, jr, nb, deltas + r * nb);
     }
     if (fast) {
-      dispatch_mr(static_cast<int>(m), [&](auto MR) {
+      auto run = [&](auto MR) {
         if constexpr (std::is_same_v<Dec, Fp4Decoder>) {
           static const bool vbmi = cpu_features().avx512_vbmi && std::getenv("DSV4_NO_VBMI") == nullptr;
           static const Fp4SpreadVbmi spread;
-          if (vbmi) return fused_fp4_vbmi<MR()>(dec, spread, arows, wr, dr, nb, kNr * row_bytes, res);
+          if (vbmi) return fused_fp4_vbmi<MR(), NR>(dec, spread, arows, wr, dr, nb, wr[0] + ahead, res);
         }
-        fused<MR(), true>(dec, arows, wr, dr, nb, kNr * row_bytes, res);
-      });
+        fused<MR(), NR, true>(dec, arows, wr, dr, nb, wr[0] + ahead, res);
+      };
+      if constexpr (NR == kNrWide) run(std::integral_constant<int, 1>{});
+      else dispatch_mr(static_cast<int>(m), run);
     } else {
       // A row with out-of-range scales: the scalar definition (bf16_gemm.h).
       std::uint16_t* row = scratch_u16(a.k32);
@@ -384,6 +413,14 @@ void decode_rows(const Dec& dec, const Bf16Acts& a, const std::uint16_t* const* 
   }
 }
 
+// One activation row: wide tiles (kNrWide chains); more: 4-row tiles × the rows.
+template <class Dec>
+void decode_rows(const Dec& dec, const Bf16Acts& a, const std::uint16_t* const* arows, const WeightRef& w,
+                 std::size_t j0, std::size_t j1, float* out, std::size_t ldo) {
+  if (a.m == 1) decode_tiles<kNrWide>(dec, a, arows, w, j0, j1, out, ldo);
+  else decode_tiles<kNr>(dec, a, arows, w, j0, j1, out, ldo);
+}
+
 // FP8 decode shape: the 32 rows of a scale group share each block's scale, so it is moved onto
 // the activations once per group — (x·2^d)·w = x·(w·2^d) exactly, both products exact in fp32,
 // the same accumulation, the same bits — and the weights are decoded unscaled (× 2^8, moved onto
@@ -393,14 +430,16 @@ void decode_rows_fp8(const Fp8Decoder& dec, const Bf16Acts& a, const std::uint16
                      const WeightRef& w, std::size_t j0, std::size_t j1, float* out, std::size_t ldo) {
   static const Fp8x256Decoder dec256;
   constexpr int kX256 = 8;  // the weights come out × 2^8, so the activations take 2^(d − 8)
-  const std::size_t nb = a.k32 / kBlock, m = a.m, row_bytes = w.cols;
+  const std::size_t nb = a.k32 / kBlock, m = a.m;
+  const int nr_tile = m == 1 ? kNrWide : kNr;  // (as decode_rows)
+  const std::size_t ahead = prefetch_distance(static_cast<std::size_t>(nr_tile) * w.cols);
   const ActRange range = act_range(a);
   std::int32_t* gd = scratch_group_deltas(nb);
   std::uint16_t* scaled = scratch_scaled_acts(m * a.k32);
   const std::uint16_t* srows[kMr];
   for (std::size_t i = 0; i < m; ++i) srows[i] = scaled + i * a.k32;
   const __m512i mag = _mm512_set1_epi16(0x7FFF);
-  float res[kMr][kNr];
+  float res[kMr][kNrWide];
   for (std::size_t g0 = j0; g0 < j1;) {
     const std::size_t g1 = std::min(j1, (g0 / kBlock + 1) * kBlock);
     bool movable = load_deltas<Fp8Decoder>(w, g0, nb, gd) && range.emax < 255;
@@ -421,13 +460,17 @@ void decode_rows_fp8(const Fp8Decoder& dec, const Bf16Acts& a, const std::uint16
         const __m512i y = _mm512_mask_add_epi16(x, _mm512_test_epi16_mask(x, mag), x, delta);
         _mm512_storeu_si512(scaled + i * a.k32 + b * kBlock, y);
       }
-    for (std::size_t j = g0; j < g1; j += kNr) {
-      const std::size_t nr = std::min<std::size_t>(kNr, g1 - j);
-      const std::uint8_t* wr[kNr];
-      for (std::size_t r = 0; r < kNr; ++r) wr[r] = code_row(w, j + std::min(r, nr - 1));
-      dispatch_mr(static_cast<int>(m), [&](auto MR) {
-        fused<MR(), false>(dec256, srows, wr, nullptr, nb, kNr * row_bytes, res);
-      });
+    for (std::size_t j = g0; j < g1; j += static_cast<std::size_t>(nr_tile)) {
+      const std::size_t nr = std::min<std::size_t>(static_cast<std::size_t>(nr_tile), g1 - j);
+      const std::uint8_t* wr[kNrWide];
+      for (std::size_t r = 0; r < kNrWide; ++r) wr[r] = code_row(w, j + std::min(r, nr - 1));
+      if (m == 1) {
+        fused<1, kNrWide, false>(dec256, srows, wr, nullptr, nb, wr[0] + ahead, res);
+      } else {
+        dispatch_mr(static_cast<int>(m), [&](auto MR) {
+          fused<MR(), kNr, false>(dec256, srows, wr, nullptr, nb, wr[0] + ahead, res);
+        });
+      }
       for (std::size_t i = 0; i < m; ++i)
         for (std::size_t r = 0; r < nr; ++r) out[i * ldo + j + r] = res[i][r];
     }
