@@ -84,26 +84,27 @@ std::vector<float> run(const std::vector<float>& x, std::size_t m, const TestWei
 TEST(F32Gemm, ScalarIsTheDefinitionAndWithinTheErrorBound) {
   Rng r(1);
   for (bool bf16 : {false, true})
-    for (std::size_t k : {1u, 15u, 16u, 17u, 100u, 515u}) {
-      const std::size_t n = 21, m = 3;
-      const TestWeight t = make_weight(bf16, n, k, r);
-      const std::vector<float> x = make_x(r, m, k);
-      const std::vector<float> got = run(x, m, t, SimdPath::kScalar);
-      for (std::size_t i = 0; i < m; ++i)
-        for (std::size_t j = 0; j < n; ++j) {
-          const float want = definition(x.data() + i * k, t, j);
-          ASSERT_EQ(std::bit_cast<std::uint32_t>(want), std::bit_cast<std::uint32_t>(got[i * n + j]))
-              << "k=" << k << " i=" << i << " j=" << j << (bf16 ? " bf16" : " f32");
-          double exact = 0, abs_sum = 0;
-          for (std::size_t c = 0; c < k; ++c) {
-            const double p = static_cast<double>(x[i * k + c]) * weight_at(t, j, c);
-            exact += p;
-            abs_sum += std::fabs(p);
+    for (std::size_t k : {1u, 15u, 16u, 17u, 100u, 515u})
+      for (std::size_t m : {1u, 2u, 3u}) {  // (the decode shape's 2-row tiles, and 16-row tiles)
+        const std::size_t n = 21;
+        const TestWeight t = make_weight(bf16, n, k, r);
+        const std::vector<float> x = make_x(r, m, k);
+        const std::vector<float> got = run(x, m, t, SimdPath::kScalar);
+        for (std::size_t i = 0; i < m; ++i)
+          for (std::size_t j = 0; j < n; ++j) {
+            const float want = definition(x.data() + i * k, t, j);
+            ASSERT_EQ(std::bit_cast<std::uint32_t>(want), std::bit_cast<std::uint32_t>(got[i * n + j]))
+                << "k=" << k << " m=" << m << " i=" << i << " j=" << j << (bf16 ? " bf16" : " f32");
+            double exact = 0, abs_sum = 0;
+            for (std::size_t c = 0; c < k; ++c) {
+              const double p = static_cast<double>(x[i * k + c]) * weight_at(t, j, c);
+              exact += p;
+              abs_sum += std::fabs(p);
+            }
+            // ceil(k/16) fma roundings per lane plus 4 tree levels, each ≤ 2^−24 relative.
+            EXPECT_LE(std::fabs(got[i * n + j] - exact), (static_cast<double>(k + 15) / 16 + 4) * 0x1p-24 * abs_sum);
           }
-          // ceil(k/16) fma roundings per lane plus 4 tree levels, each ≤ 2^−24 relative.
-          EXPECT_LE(std::fabs(got[i * n + j] - exact), (static_cast<double>(k + 15) / 16 + 4) * 0x1p-24 * abs_sum);
-        }
-    }
+      }
 }
 
 TEST(F32Gemm, EverySimdPathGivesTheScalarBits) {
