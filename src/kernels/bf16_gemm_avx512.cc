@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstdlib>
 #include <type_traits>
 #include <vector>
@@ -153,18 +154,19 @@ struct Fp8x256Decoder {
   }
 };
 
-// The same with the kNr weight rows dequantized in registers from their stored codes, scaled by
+// The same with the NR weight rows dequantized in registers from their stored codes, scaled by
 // their per-block deltas (kScaled), or unscaled (FP8 whose block scale was moved onto the
 // activations).
-// `next` is the first byte of a later tile (prefetch_distance ahead; the kNr rows of a tile are
-// adjacent in memory, so the tiles are one contiguous region), prefetched while this tile runs,
-// kNr lines per line-step of the rows — in address order. Prefetching each row's block of the
-// next tile instead (kNr interleaved streams, which is also what the hardware prefetchers see of
-// the loads) read memory at ~0.82 of a plain sweep's rate even with no arithmetic at all; one
-// ascending stream reads at ~0.92 (paired measurements, 2 threads).
+// `next` is the address of a later tile (prefetch_distance ahead; an address only, never
+// dereferenced — prefetches do not fault): the NR rows of a tile are adjacent in memory, so the
+// tiles are one contiguous region, and that tile is prefetched while this one runs, NR lines per
+// line-step of the rows — in address order. Prefetching each row's block of the next tile
+// instead (NR interleaved streams, which is also what the hardware prefetchers see of the loads)
+// read memory at ~0.82 of a plain sweep's rate even with no arithmetic at all; one ascending
+// stream reads at ~0.92 (paired measurements, 2 threads).
 template <int MR, int NR, bool kScaled, class Dec>
 void fused(const Dec& dec, const std::uint16_t* const* a, const std::uint8_t* const* w,
-           const std::int32_t* const* deltas, std::size_t nb, const std::uint8_t* next, float (*res)[kNrWide]) {
+           const std::int32_t* const* deltas, std::size_t nb, std::uintptr_t next, float (*res)[kNrWide]) {
   __m512 acc[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();
@@ -225,7 +227,7 @@ DSV4_VBMI inline __m512i fp4_vbmi_block(const Fp4Decoder& dec, const Fp4SpreadVb
 template <int MR, int NR>
 DSV4_VBMI void fused_fp4_vbmi(const Fp4Decoder& dec, const Fp4SpreadVbmi& sp, const std::uint16_t* const* a,
                               const std::uint8_t* const* w, const std::int32_t* const* deltas, std::size_t nb,
-                              const std::uint8_t* next, float (*res)[kNrWide]) {
+                              std::uintptr_t next, float (*res)[kNrWide]) {
   __m512 acc[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();
@@ -394,9 +396,9 @@ void decode_tiles(const Dec& dec, const Bf16Acts& a, const std::uint16_t* const*
         if constexpr (std::is_same_v<Dec, Fp4Decoder>) {
           static const bool vbmi = cpu_features().avx512_vbmi && std::getenv("DSV4_NO_VBMI") == nullptr;
           static const Fp4SpreadVbmi spread;
-          if (vbmi) return fused_fp4_vbmi<MR(), NR>(dec, spread, arows, wr, dr, nb, wr[0] + ahead, res);
+          if (vbmi) return fused_fp4_vbmi<MR(), NR>(dec, spread, arows, wr, dr, nb, reinterpret_cast<std::uintptr_t>(wr[0]) + ahead, res);
         }
-        fused<MR(), NR, true>(dec, arows, wr, dr, nb, wr[0] + ahead, res);
+        fused<MR(), NR, true>(dec, arows, wr, dr, nb, reinterpret_cast<std::uintptr_t>(wr[0]) + ahead, res);
       };
       if constexpr (NR == kNrWide) run(std::integral_constant<int, 1>{});
       else dispatch_mr(static_cast<int>(m), run);
@@ -465,10 +467,10 @@ void decode_rows_fp8(const Fp8Decoder& dec, const Bf16Acts& a, const std::uint16
       const std::uint8_t* wr[kNrWide];
       for (std::size_t r = 0; r < kNrWide; ++r) wr[r] = code_row(w, j + std::min(r, nr - 1));
       if (m == 1) {
-        fused<1, kNrWide, false>(dec256, srows, wr, nullptr, nb, wr[0] + ahead, res);
+        fused<1, kNrWide, false>(dec256, srows, wr, nullptr, nb, reinterpret_cast<std::uintptr_t>(wr[0]) + ahead, res);
       } else {
         dispatch_mr(static_cast<int>(m), [&](auto MR) {
-          fused<MR(), kNr, false>(dec256, srows, wr, nullptr, nb, wr[0] + ahead, res);
+          fused<MR(), kNr, false>(dec256, srows, wr, nullptr, nb, reinterpret_cast<std::uintptr_t>(wr[0]) + ahead, res);
         });
       }
       for (std::size_t i = 0; i < m; ++i)
