@@ -138,24 +138,37 @@ void BM_Linear(benchmark::State& st, WeightFormat f, std::size_t n, std::size_t 
   st.counters["bytes_per_second"] = benchmark::Counter(static_cast<double>(w.bytes), benchmark::Counter::kIsIterationInvariantRate);
   st.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(m * n * k), benchmark::Counter::kIsIterationInvariantRate);
   if (m == 1 && !hot) {
-    // The ratio to the read bandwidth, paired: rounds of one read sweep of kColdBytes then one
-    // pass of the kernel over all the copies (as many bytes), each round's ratio taken on its
-    // own, so that both figures see the same moment of a host whose bandwidth drifts by ±30 %
-    // within minutes; the median round is reported (and the best sweep, for scale).
+    // The ratio to the read bandwidth, interleaved: cycles through the copies in kSegments
+    // segments, each preceded by a read sweep of as many bytes (the next part of a kColdBytes
+    // buffer, so both read cold memory), and the ratio of the two rates summed over all of it —
+    // so that kernel and sweep sample the same moments of a host whose bandwidth drifts by ±30 %
+    // within seconds. lo/hi: the lowest and highest ratio of a single cycle.
+    constexpr std::size_t kSegments = 8;
     ReadSweep sweep(pool(), kColdBytes);
-    std::vector<double> ratios, sweeps;
-    const int pairs = std::getenv("DSV4_BENCH_PAIRS") ? std::atoi(std::getenv("DSV4_BENCH_PAIRS")) : 9;
-    for (int r = 0; r < std::max(pairs, 1); ++r) {
-      const double sweep_gbps = sweep.sweep_gbps();
-      const auto t0 = std::chrono::steady_clock::now();
-      for (const Weight& c : ws) linear(x, m, c.ref, out, opt);
-      const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      sweeps.push_back(sweep_gbps);
-      ratios.push_back(static_cast<double>(w.bytes * ws.size()) / dt / 1e9 / sweep_gbps);
+    const std::size_t per = (ws.size() + kSegments - 1) / kSegments;
+    const int cycles = std::max(1, std::getenv("DSV4_BENCH_PAIRS") ? std::atoi(std::getenv("DSV4_BENCH_PAIRS")) : 6);
+    double sweep_s = 0, sweep_bytes = 0, kernel_s = 0, kernel_bytes = 0, best = 0;
+    std::vector<double> ratios;
+    for (int c = 0; c < cycles; ++c) {
+      double cs = 0, cb = 0, ks = 0, kb = 0;
+      for (std::size_t s = 0; s * per < ws.size(); ++s) {
+        const std::size_t n = std::min(per, ws.size() - s * per);
+        const std::size_t bytes = n * w.bytes;
+        const double st_s = sweep.sweep_seconds(s * (kColdBytes / kSegments), bytes);
+        cs += st_s;
+        cb += static_cast<double>(bytes / (64 * 1024) * (64 * 1024));
+        const auto t0 = std::chrono::steady_clock::now();
+        for (std::size_t i = s * per; i < s * per + n; ++i) linear(x, m, ws[i].ref, out, opt);
+        ks += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        kb += static_cast<double>(bytes);
+      }
+      ratios.push_back(kb / ks / (cb / cs));
+      best = std::max(best, cb / cs);
+      sweep_s += cs, sweep_bytes += cb, kernel_s += ks, kernel_bytes += kb;
     }
     std::sort(ratios.begin(), ratios.end());
-    st.counters["read_bw"] = *std::max_element(sweeps.begin(), sweeps.end()) * 1e9;
-    st.counters["of_read_bw"] = ratios[ratios.size() / 2];
+    st.counters["read_bw"] = best;
+    st.counters["of_read_bw"] = kernel_bytes / kernel_s / (sweep_bytes / sweep_s);
     st.counters["of_read_bw_lo"] = ratios.front();
     st.counters["of_read_bw_hi"] = ratios.back();
   }

@@ -164,24 +164,29 @@ ReadSweep::ReadSweep(ThreadPool& pool, std::size_t bytes)
 
 ReadSweep::~ReadSweep() { std::free(buf_); }
 
-double ReadSweep::sweep_gbps() {
+double ReadSweep::sweep_seconds(std::size_t offset, std::size_t bytes) {
+  const std::size_t blocks = bytes_ / kSweepBlock;
+  const std::size_t b0 = std::min(offset / kSweepBlock, blocks - 1);
+  const std::size_t n = std::clamp<std::size_t>(bytes / kSweepBlock, 1, blocks - b0);
   const bool avx512 = cpu_features().avx512f, avx2 = cpu_features().avx2;
   std::atomic<std::uint64_t> sum{0};
   const auto t0 = Clock::now();
-  pool_.parallel_for(bytes_ / kSweepBlock, [&](std::size_t b, std::size_t e) {
-    const std::uint64_t* p = buf_ + b * (kSweepBlock / 8);
-    const std::size_t n = (e - b) * (kSweepBlock / 8);
+  pool_.parallel_for(n, [&](std::size_t b, std::size_t e) {
+    const std::uint64_t* p = buf_ + (b0 + b) * (kSweepBlock / 8);
+    const std::size_t words = (e - b) * (kSweepBlock / 8);
 #if defined(__x86_64__)
-    sum += avx512 ? read_avx512(p, n) : avx2 ? read_avx2(p, n) : read_scalar(p, n);
+    sum += avx512 ? read_avx512(p, words) : avx2 ? read_avx2(p, words) : read_scalar(p, words);
 #else
     (void)avx512, (void)avx2;
-    sum += read_scalar(p, n);
+    sum += read_scalar(p, words);
 #endif
   });
   const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
   g_sink = g_sink + static_cast<double>(sum.load() & 1);
-  return static_cast<double>(bytes_) / dt / 1e9;
+  return dt;
 }
+
+double ReadSweep::sweep_gbps() { return static_cast<double>(bytes_) / sweep_seconds(0, bytes_) / 1e9; }
 
 BandwidthResult measure_read_bandwidth(ThreadPool& pool, std::size_t bytes, int repeats) {
   ReadSweep sweep(pool, bytes);

@@ -38,6 +38,9 @@ class ReadSweep {
   ReadSweep& operator=(const ReadSweep&) = delete;
   // One sweep over the buffer split over the pool's threads, in 1e9 bytes/s.
   double sweep_gbps();
+  // Seconds for one sweep over bytes [offset, offset + bytes) of the buffer, both rounded down to
+  // 64 KiB (at least one 64 KiB block, inside the buffer): for interleaving finer than the buffer.
+  double sweep_seconds(std::size_t offset, std::size_t bytes);
   std::size_t bytes() const { return bytes_; }
 
  private:

@@ -216,8 +216,9 @@ int run(BenchArgs& a) {
 
   const bool progress = !a.model.quiet && !a.json;
   // A sweep before each decode step of the main run, over a buffer far larger than the caches
-  // (which also leaves the step's weights as cold as a real decode step finds them).
-  kernels::ReadSweep step_sweep(pool, a.smoke ? (std::size_t(16) << 20) : (std::size_t(256) << 20));
+  // (which also leaves the step's weights as cold as a real decode step finds them), of the same
+  // 1 GiB as the sweeps above (on this host smaller buffers read a little faster).
+  kernels::ReadSweep step_sweep(pool, a.smoke ? (std::size_t(16) << 20) : (std::size_t(1) << 30));
   const RunResult main_run = prefill_and_decode(*m, a.prompt, a.gen, a.batch, a.chunk, progress, &step_sweep);
   std::vector<RunResult> ctx_runs;
   for (std::size_t n : a.ctxs) ctx_runs.push_back(prefill_and_decode(*m, n, a.gen, 1, a.chunk, progress));
