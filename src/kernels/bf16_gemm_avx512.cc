@@ -42,6 +42,11 @@ constexpr int kNr = 4;              // weight rows per register tile
 // the decoding (removing any one decode step changed nothing). 8 chains double that bound.
 constexpr int kNrWide = 8;
 
+// The tiles' loops over rows and blocks have constant trip counts and must be unrolled: GCC left
+// the 8-row loop of the one-row FP4 tile rolled, with the accumulators in memory, so every
+// dependent VDPBF16PS also waited for a store-to-load forward.
+#define DSV4_UNROLL _Pragma("GCC unroll 16")
+
 inline __m512 dp(__m512 acc, __m512i a, __m512i w) {
   return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)w);
 }
@@ -168,25 +173,33 @@ template <int MR, int NR, bool kScaled, class Dec>
 void fused(const Dec& dec, const std::uint16_t* const* a, const std::uint8_t* const* w,
            const std::int32_t* const* deltas, std::size_t nb, std::uintptr_t next, float (*res)[kNrWide]) {
   __m512 acc[MR][NR];
+  DSV4_UNROLL
   for (int i = 0; i < MR; ++i)
+    DSV4_UNROLL
     for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();
   constexpr std::size_t kBlocksPerLine = 64 / Dec::kBytesPerBlock;
   for (std::size_t b = 0; b < nb; ++b) {
     if (b % kBlocksPerLine == 0)
+      DSV4_UNROLL
       for (int r = 0; r < NR; ++r)
         _mm_prefetch(reinterpret_cast<const char*>(next + ((b / kBlocksPerLine) * NR + r) * 64), _MM_HINT_T0);
     __m512i wv[NR];
+    DSV4_UNROLL
     for (int r = 0; r < NR; ++r) {
       const std::uint8_t* p = w[r] + b * Dec::kBytesPerBlock;
       if constexpr (kScaled) wv[r] = dec(p, deltas[r] + b);
       else wv[r] = dec(p);
     }
+    DSV4_UNROLL
     for (int i = 0; i < MR; ++i) {
       const __m512i x = _mm512_loadu_si512(a[i] + b * kBlock);
+      DSV4_UNROLL
       for (int r = 0; r < NR; ++r) acc[i][r] = dp(acc[i][r], x, wv[r]);
     }
   }
+  DSV4_UNROLL
   for (int i = 0; i < MR; ++i)
+    DSV4_UNROLL
     for (int r = 0; r < NR; ++r) res[i][r] = reduce16(acc[i][r]);
 }
 
@@ -199,8 +212,10 @@ void fused(const Dec& dec, const std::uint16_t* const* a, const std::uint8_t* co
 struct Fp4SpreadVbmi {
   __m512i idx[4];  // word e of block j ← byte 16j + e/2 of the codes (even e) or of the shifted copy (odd e)
   Fp4SpreadVbmi() {
+    DSV4_UNROLL
     for (int j = 0; j < 4; ++j) {
       alignas(64) std::uint8_t c[64];
+      DSV4_UNROLL
       for (int e = 0; e < 32; ++e) {
         const auto src = static_cast<std::uint8_t>(16 * j + e / 2 + (e % 2 ? 64 : 0));
         c[2 * e] = src;
@@ -229,43 +244,57 @@ DSV4_VBMI void fused_fp4_vbmi(const Fp4Decoder& dec, const Fp4SpreadVbmi& sp, co
                               const std::uint8_t* const* w, const std::int32_t* const* deltas, std::size_t nb,
                               std::uintptr_t next, float (*res)[kNrWide]) {
   __m512 acc[MR][NR];
+  DSV4_UNROLL
   for (int i = 0; i < MR; ++i)
+    DSV4_UNROLL
     for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();
   std::size_t b = 0;
   for (; b + 4 <= nb; b += 4) {
     if constexpr (MR == 1) {
       __m512i x[4];
+      DSV4_UNROLL
       for (int j = 0; j < 4; ++j) x[j] = _mm512_loadu_si512(a[0] + (b + j) * kBlock);
+      DSV4_UNROLL
       for (int r = 0; r < NR; ++r) {
         _mm_prefetch(reinterpret_cast<const char*>(next + (b / 4 * NR + r) * 64), _MM_HINT_T0);  // (fused's order)
         const __m512i codes = _mm512_loadu_si512(w[r] + b * 16), high = _mm512_srli_epi16(codes, 4);
+        DSV4_UNROLL
         for (int j = 0; j < 4; ++j) acc[0][r] = dp(acc[0][r], x[j], fp4_vbmi_block(dec, sp, deltas[r] + b + j, codes, high, j));
       }
     } else {  // block after block: MR × 4 activation blocks would not fit in registers
       __m512i codes[NR], high[NR];
+      DSV4_UNROLL
       for (int r = 0; r < NR; ++r) {
         _mm_prefetch(reinterpret_cast<const char*>(next + (b / 4 * NR + r) * 64), _MM_HINT_T0);
         codes[r] = _mm512_loadu_si512(w[r] + b * 16);
         high[r] = _mm512_srli_epi16(codes[r], 4);
       }
+      DSV4_UNROLL
       for (int j = 0; j < 4; ++j) {
         __m512i wv[NR];
+        DSV4_UNROLL
         for (int r = 0; r < NR; ++r) wv[r] = fp4_vbmi_block(dec, sp, deltas[r] + b + j, codes[r], high[r], j);
+        DSV4_UNROLL
         for (int i = 0; i < MR; ++i) {
           const __m512i x = _mm512_loadu_si512(a[i] + (b + j) * kBlock);
+          DSV4_UNROLL
           for (int r = 0; r < NR; ++r) acc[i][r] = dp(acc[i][r], x, wv[r]);
         }
       }
     }
   }
   for (; b < nb; ++b) {  // the last nb % 4 blocks, 16 bytes each: nothing is read past the row
+    DSV4_UNROLL
     for (int r = 0; r < NR; ++r) {
       const __m512i codes = _mm512_maskz_loadu_epi8(0xFFFFull, w[r] + b * 16), high = _mm512_srli_epi16(codes, 4);
       const __m512i wv = fp4_vbmi_block(dec, sp, deltas[r] + b, codes, high, 0);
+      DSV4_UNROLL
       for (int i = 0; i < MR; ++i) acc[i][r] = dp(acc[i][r], _mm512_loadu_si512(a[i] + b * kBlock), wv);
     }
   }
+  DSV4_UNROLL
   for (int i = 0; i < MR; ++i)
+    DSV4_UNROLL
     for (int r = 0; r < NR; ++r) res[i][r] = reduce16(acc[i][r]);
 }
 
