@@ -8,6 +8,7 @@
 //   - an output does not depend on the other rows of the batch or on the thread count.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cfloat>
 #include <cmath>
@@ -310,6 +311,40 @@ TEST(Bf16Gemm, Fp8ScaleMovedOntoActivationsOnlyWhereExact) {
           ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
               << isa_name(isa) << " scale 2^" << std::log2(mul) << " m=" << m << (nonfinite ? " with inf" : "");
         }
+      }
+    }
+  }
+}
+
+// The one-row FP4 tile takes each block's scale from a table of pre-scaled E2M1 tables, one per
+// scale byte: every scale of the exact range [2, 252] (and the out-of-range ones, which fall back
+// to the definition) against the scalar path, in bands of 16 scales, with activations scaled
+// so that the band's products and sums stay normal fp32 numbers.
+TEST(Bf16Gemm, Fp4DecodeTileCoversEveryScale) {
+  Rng r(12);
+  const std::size_t n = 19, k = 224;  // nb = 7: one four-block step and a tail; a short last tile
+  const std::size_t nb = k / 32;
+  for (int s0 = 0; s0 <= 255; s0 += 16) {
+    TestWeight t = make_weight(WeightFormat::kFP4, n, k, r, false);
+    for (std::size_t row = 0; row < n; ++row)
+      for (std::size_t b = 0; b < nb; ++b) t.scale[row * nb + b] = static_cast<std::uint8_t>(s0 + (row * 3 + b) % 16);
+    const int e = std::clamp(120 - s0, -12, 100);
+    for (std::size_t m : {1u, 2u}) {
+      std::vector<float> x = make_acts(r, m, k);
+      for (float& v : x) v = round_bf16(std::ldexp(v, e));
+      Bf16Acts a;
+      quantized_acts(x, m, k, a);
+      const std::vector<float> want = gemm(Isa::kScalar, a, t.ref);
+      for (std::size_t row = 0; row < n; ++row) {  // (scale 255 is E8M0's NaN; 253 and 254 overflow)
+        bool exact_range = true;
+        for (std::size_t b = 0; b < nb; ++b) exact_range &= t.scale[row * nb + b] >= 2 && t.scale[row * nb + b] <= 252;
+        for (std::size_t i = 0; i < m && exact_range; ++i)
+          ASSERT_TRUE(std::isfinite(want[i * n + row])) << "scales " << s0 << "…" << s0 + 15 << " row " << row;
+      }
+      for (Isa isa : isas()) {
+        const std::vector<float> got = gemm(isa, a, t.ref);
+        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+            << isa_name(isa) << " scales " << s0 << "…" << s0 + 15 << " m=" << m;
       }
     }
   }
