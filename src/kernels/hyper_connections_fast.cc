@@ -2,10 +2,14 @@
 // fixed-order fp32 / double arithmetic, split over tokens. The loops are written so the compiler
 // can vectorise them without reassociating anything (16 independent partial sums; element-wise
 // double products), which keeps every token's bits fixed whatever the ISA, threads or batch.
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "kernels/hyper_connections.h"
+#include "kernels/strict_dot.h"
 #include "numeric/bf16.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -55,7 +59,63 @@ DSV4_HC_CLONES void post_row(float* o, float p, const float* y, const double* ac
   for (std::size_t d = 0; d < n; ++d) o[d] = round_bf16(p * y[d] + static_cast<float>(acc[d]));
 }
 
+// strict_mean's steps for n elements of one token at once: s and a are the float64 sums of the
+// copies and of their magnitudes, accumulated in copy order from +0 (as strict_mean's loop);
+// here the division, the error bound and the decision of decide_mean_f32, written out
+// branch-free. open[d] ≠ 0 where the decision is left open (the caller redoes those exactly);
+// elsewhere o[d] is the bf16 of the decided mean.
+DSV4_HC_CLONES void copy_mean_row(const float* xt, std::size_t hc, std::size_t dim, std::size_t d0, std::size_t n,
+                                  double* s, double* a, float* o, std::uint32_t* open) {
+  for (std::size_t d = 0; d < n; ++d) s[d] = 0.0, a[d] = 0.0;
+  for (std::size_t c = 0; c < hc; ++c) {
+    const float* xc = xt + c * dim + d0;
+    for (std::size_t d = 0; d < n; ++d) {
+      s[d] += static_cast<double>(xc[d]);
+      a[d] += std::fabs(static_cast<double>(xc[d]));
+    }
+  }
+  const double dn = static_cast<double>(hc);
+  for (std::size_t d = 0; d < n; ++d) {
+    const double q = s[d] / dn;
+    const double b = ((dn * 0x1p-52) * a[d]) / dn + std::fabs(q) * 0x1p-50;
+    const float lo = static_cast<float>(q - b), hi = static_cast<float>(q + b);
+    // Non-finite q: q − b and q + b differ (inf) or are both NaN; either way strict_mean's own
+    // answer is static_cast<float>(q), which the open path gives.
+    open[d] = std::bit_cast<std::uint32_t>(lo) ^ std::bit_cast<std::uint32_t>(hi);  // (no branches: vectorised)
+    // strict_mean turns a zero mean into +0; s starts at +0 and a round-to-nearest sum of opposite
+    // values is +0, so q is never −0 and the conversion alone gives that.
+    o[d] = static_cast<float>(q);
+  }
+  for (std::size_t d = 0; d < n; ++d) o[d] = round_bf16(o[d]);
+}
+
 }  // namespace
+
+void hc_copy_mean_bf16(std::span<const float> x, std::size_t tokens, std::size_t hc, std::size_t dim,
+                       std::span<float> out, ThreadPool* pool) {
+  check("hc_copy_mean_bf16", "X", x.size(), tokens * hc * dim);
+  check("hc_copy_mean_bf16", "out", out.size(), tokens * dim);
+  if (hc == 0 || hc > 64) fail("hc_copy_mean_bf16: hc = {} is outside 1…64", hc);
+  parallel_for(tokens * dim >= kParallelElements ? pool : nullptr, tokens, [&](std::size_t t0, std::size_t t1) {
+    constexpr std::size_t kChunk = 256;
+    double s[kChunk], a[kChunk];
+    std::uint32_t open[kChunk];
+    for (std::size_t t = t0; t < t1; ++t) {
+      const float* xt = x.data() + t * hc * dim;
+      for (std::size_t d0 = 0; d0 < dim; d0 += kChunk) {
+        const std::size_t n = std::min(kChunk, dim - d0);
+        float* o = out.data() + t * dim + d0;
+        copy_mean_row(xt, hc, dim, d0, n, s, a, o, open);
+        for (std::size_t d = 0; d < n; ++d) {
+          if (!open[d]) continue;
+          float v[64];
+          for (std::size_t c = 0; c < hc; ++c) v[c] = xt[c * dim + d0 + d];
+          o[d] = round_bf16(strict_mean(std::span<const float>(v, hc)));
+        }
+      }
+    }
+  });
+}
 
 void hc_mixes_fast(std::span<const float> x, std::span<const float> fn, std::span<const float> scale,
                    std::span<const float> base, double norm_eps, std::size_t tokens, std::size_t dim,

@@ -27,7 +27,7 @@ struct DumpTensor {
 using Dump = std::map<std::string, DumpTensor>;
 
 // Wall time per operation, summed over calls (dsv4 bench's breakdown). Names are coarse
-// sections of §4–§5: embed, engram hash, engram, hc, norm, attention, moe, head.
+// sections of §4–§5: embed, engram hash, engram, dspark hiddens, hc, norm, attention, moe, head.
 // Seconds and calls per operation name. A name "parent/child" times a part of "parent" (e.g.
 // "attention/indexer"): reports nest it and leave it out of sums over operations.
 struct OpProfile {

@@ -309,15 +309,9 @@ void Model::run(std::span<const BatchItem> items, Dump* dump, std::vector<double
       std::swap(X, X_alt);
     }
     if (role.dspark_target && capture) {  // step 7b: bf16 mean over the copies
-      float v[64];
-      if (hc > 64) fail("hc_mult {} is above 64", hc);
-      float* out = targets.data() + n_targets * N * dim;
+      OpTimer t(ctx, "dspark hiddens");
+      kernels::hc_copy_mean_bf16(X, N, hc, dim, targets.subspan(n_targets * N * dim, N * dim), ctx.pool);
       ++n_targets;
-      for (std::size_t t = 0; t < N; ++t)
-        for (std::size_t d = 0; d < dim; ++d) {
-          for (std::size_t ci = 0; ci < hc; ++ci) v[ci] = X[(t * hc + ci) * dim + d];
-          out[t * dim + d] = round_bf16(kernels::strict_mean(std::span<const float>(v, hc)));
-        }
     }
     auto attn = [&](std::span<const float> a_in, std::span<float> a_out) {
       for (std::size_t i = 0; i < items.size(); ++i) {

@@ -4,11 +4,15 @@
 // or inside a batch.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 
 #include "kernel_oracle.h"
+#include "kernels/exact_sum.h"
 #include "kernels/hyper_connections.h"
+#include "kernels/strict_dot.h"
+#include "numeric/bf16.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -177,6 +181,59 @@ TEST(HcFast, PreAndPostAreThePlainLoopsBitForBit) {
   hc_post_fast(y, x, post, comb, T, kHc, D, got_post, nullptr);
   EXPECT_TRUE(same_bits(got_pre, want_pre));
   EXPECT_TRUE(same_bits(got_post, want_post));
+}
+
+// The DSpark target hiddens' mean over the copies is strict_mean's bits element by element, in
+// either mode: inputs whose float64 sum leaves the rounding decision open (copies of wildly
+// different exponents, means on an fp32 halfway point), zeros of both signs, subnormals, inf and
+// NaN; rows not a multiple of the 256-element chunk; 1, 3 and 4 copies; pooled or not.
+TEST(HcFast, CopyMeanIsStrictMeanBitForBit) {
+  Rng r(21);
+  for (std::size_t hc : {1u, 3u, 4u}) {
+    const std::size_t T = 5, D = 300;
+    std::vector<float> x(T * hc * D);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      switch (r.uni(0, 7)) {
+        case 0: x[i] = static_cast<float>(r.gauss() * std::ldexp(1.0, r.uni(-140, 120))); break;  // any exponent
+        case 1: x[i] = r.uni(0, 1) ? 0.0f : -0.0f; break;
+        case 2: x[i] = std::bit_cast<float>(r.u32() & 0x807FFFFFu); break;  // subnormal
+        case 3: x[i] = 1.0f + static_cast<float>(r.uni(0, 3)) * 0x1p-23f; break;  // halfway means
+        case 4: x[i] = 0x1p-24f * static_cast<float>(r.uni(-2, 2)); break;
+        default: x[i] = static_cast<float>(r.gauss()); break;
+      }
+    }
+    x[7] = INFINITY;
+    x[hc * D + 9] = -INFINITY;
+    x[2 * hc * D + 11] = NAN;
+    if (hc > 1) x[3 * hc * D + 13] = INFINITY, x[3 * hc * D + D + 13] = -INFINITY;
+    std::vector<float> want(T * D);
+    std::size_t open = 0;
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t d = 0; d < D; ++d) {
+        float v[4];
+        double s = 0, a = 0;
+        for (std::size_t c = 0; c < hc; ++c) {
+          v[c] = x[(t * hc + c) * D + d];
+          s += v[c];
+          a += std::fabs(static_cast<double>(v[c]));
+        }
+        float dummy;
+        open += decide_mean_f32(s, a, hc, &dummy) ? 0 : 1;
+        want[t * D + d] = round_bf16(strict_mean(std::span<const float>(v, hc)));
+      }
+    if (hc > 1) {
+      EXPECT_GT(open, 0u) << "no element needed the exact path (hc = " << hc << ")";
+    }
+    ThreadPool pool(3);
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      std::vector<float> got(T * D, -1.0f);
+      hc_copy_mean_bf16(x, T, hc, D, got, p);
+      EXPECT_TRUE(same_bits(got, want)) << "hc = " << hc << (p ? " pooled" : "");
+    }
+  }
+  std::vector<float> x(2 * 65 * 4), o(8);
+  EXPECT_THROW(hc_copy_mean_bf16(x, 2, 65, 4, o, nullptr), Error);
+  EXPECT_THROW(hc_copy_mean_bf16(x, 2, 4, 4, o, nullptr), Error);
 }
 
 TEST(HcFast, ShapeErrors) {
