@@ -73,12 +73,12 @@ void hc_post_fast(std::span<const float> y, std::span<const float> r, std::span<
                   std::span<const float> comb, std::size_t tokens, std::size_t hc, std::size_t dim,
                   std::span<float> out, ThreadPool* pool);
 
-// X [T, hc, D] → out [T, D] = bf16(strict.smean over the hc copies), element by element (§4 step
-// 7b: the DSpark target hiddens). Exactly strict_mean's bits in either numerics mode: the float64
+// X [T, hc, D] → out rows t·ldo + [0, D) = bf16(strict.smean over the hc copies), element by
+// element (§4 step 7b: the DSpark target hiddens, written into their [T, targets · D] layout). Exactly strict_mean's bits in either numerics mode: the float64
 // sums and the rounding decision of strict_mean run as element-wise passes over a row (the
 // compiler vectorises them), and the rare elements the decision leaves open are redone by
 // strict_mean itself. Split over tokens on `pool`.
 void hc_copy_mean_bf16(std::span<const float> x, std::size_t tokens, std::size_t hc, std::size_t dim,
-                       std::span<float> out, ThreadPool* pool);
+                       std::span<float> out, std::size_t ldo, ThreadPool* pool);
 
 }  // namespace dsv4::kernels

@@ -92,10 +92,12 @@ DSV4_HC_CLONES void copy_mean_row(const float* xt, std::size_t hc, std::size_t d
 }  // namespace
 
 void hc_copy_mean_bf16(std::span<const float> x, std::size_t tokens, std::size_t hc, std::size_t dim,
-                       std::span<float> out, ThreadPool* pool) {
+                       std::span<float> out, std::size_t ldo, ThreadPool* pool) {
   check("hc_copy_mean_bf16", "X", x.size(), tokens * hc * dim);
-  check("hc_copy_mean_bf16", "out", out.size(), tokens * dim);
   if (hc == 0 || hc > 64) fail("hc_copy_mean_bf16: hc = {} is outside 1…64", hc);
+  if (ldo < dim) fail("hc_copy_mean_bf16: output row stride {} is below the row length {}", ldo, dim);
+  if (tokens > 0 && out.size() < (tokens - 1) * ldo + dim)
+    fail("hc_copy_mean_bf16: out has {} elements, {} rows of stride {} need {}", out.size(), tokens, ldo, (tokens - 1) * ldo + dim);
   parallel_for(tokens * dim >= kParallelElements ? pool : nullptr, tokens, [&](std::size_t t0, std::size_t t1) {
     constexpr std::size_t kChunk = 256;
     double s[kChunk], a[kChunk];
@@ -104,7 +106,7 @@ void hc_copy_mean_bf16(std::span<const float> x, std::size_t tokens, std::size_t
       const float* xt = x.data() + t * hc * dim;
       for (std::size_t d0 = 0; d0 < dim; d0 += kChunk) {
         const std::size_t n = std::min(kChunk, dim - d0);
-        float* o = out.data() + t * dim + d0;
+        float* o = out.data() + t * ldo + d0;
         copy_mean_row(xt, hc, dim, d0, n, s, a, o, open);
         for (std::size_t d = 0; d < n; ++d) {
           if (!open[d]) continue;

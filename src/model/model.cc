@@ -278,11 +278,14 @@ void Model::run(std::span<const BatchItem> items, Dump* dump, std::vector<double
 
   // The hand-offs between layers persist per sequence (their vectors keep their capacity).
   for (const BatchItem& it : items) it.seq->handoff.reset(static_cast<std::size_t>(c.n_layers));
-  // The DSpark target hiddens [n_targets][N, dim] (step 7b).
-  std::size_t max_targets = 0;
+  // The DSpark target hiddens (step 7b), written straight into each sequence's main_hidden
+  // [S, n_targets · dim] (step 11; the vectors keep their capacity from call to call).
+  std::size_t n_targets = 0, max_targets = 0;
   for (const LayerWeights& w : layers_) max_targets += w.role->dspark_target ? 1 : 0;
-  const std::span<float> targets = frame.uninit<float>(max_targets * N * dim);
-  std::size_t n_targets = 0;
+  for (const BatchItem& it : items) {
+    it.seq->main_hidden.resize(it.ids.size() * max_targets * dim);
+    it.seq->main_hidden_rows = 0;  // (set once every target has been written)
+  }
   // One layer (Engram before the block, then the block) on X / pre with the given context,
   // sequences and hand-offs.
   auto layer = [&](const ForwardContext& lc, const LayerWeights& w, std::span<float>& X, std::span<float>& X_alt,
@@ -310,7 +313,12 @@ void Model::run(std::span<const BatchItem> items, Dump* dump, std::vector<double
     }
     if (role.dspark_target && capture) {  // step 7b: bf16 mean over the copies
       OpTimer t(ctx, "dspark hiddens");
-      kernels::hc_copy_mean_bf16(X, N, hc, dim, targets.subspan(n_targets * N * dim, N * dim), ctx.pool);
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        const std::size_t S = items[i].ids.size();
+        kernels::hc_copy_mean_bf16(X.subspan(row0[i] * hc * dim, S * hc * dim), S, hc, dim,
+                                   std::span<float>(items[i].seq->main_hidden).subspan(n_targets * dim),
+                                   max_targets * dim, ctx.pool);
+      }
       ++n_targets;
     }
     auto attn = [&](std::span<const float> a_in, std::span<float> a_out) {
@@ -389,13 +397,7 @@ void Model::run(std::span<const BatchItem> items, Dump* dump, std::vector<double
   for (std::size_t i = 0; i < items.size(); ++i) {
     SequenceState& seq = *items[i].seq;
     const std::size_t S = items[i].ids.size();
-    // Step 11: the DSpark target hiddens of this call, [S, n_targets · dim] (the vector keeps its
-    // capacity from call to call).
-    seq.main_hidden.assign(S * n_targets * dim, 0.0f);
-    for (std::size_t k = 0; k < n_targets; ++k)
-      for (std::size_t t = 0; t < S; ++t)
-        std::copy_n(targets.begin() + static_cast<std::ptrdiff_t>((k * N + row0[i] + t) * dim), dim,
-                    seq.main_hidden.begin() + static_cast<std::ptrdiff_t>((t * n_targets + k) * dim));
+    // Step 11: the DSpark target hiddens of this call are in seq.main_hidden (step 7b).
     seq.main_hidden_rows = S;
     seq.advance(S);
     // The hand-offs are needed only within a call. A decode step's stay (their capacity is what

@@ -227,13 +227,25 @@ TEST(HcFast, CopyMeanIsStrictMeanBitForBit) {
     ThreadPool pool(3);
     for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
       std::vector<float> got(T * D, -1.0f);
-      hc_copy_mean_bf16(x, T, hc, D, got, p);
+      hc_copy_mean_bf16(x, T, hc, D, got, D, p);
       EXPECT_TRUE(same_bits(got, want)) << "hc = " << hc << (p ? " pooled" : "");
+      // Into every other row of a wider layout (as main_hidden's [S, targets · D]): the rows in
+      // between stay untouched.
+      std::vector<float> wide(2 * T * D, -1.0f);
+      hc_copy_mean_bf16(x, T, hc, D, std::span<float>(wide).subspan(D), 2 * D, p);
+      for (std::size_t t = 0; t < T; ++t) {
+        EXPECT_EQ(0, std::memcmp(wide.data() + (2 * t + 1) * D, want.data() + t * D, D * sizeof(float))) << "row " << t;
+        for (std::size_t d = 0; d < D; ++d) ASSERT_EQ(-1.0f, wide[2 * t * D + d]);
+      }
     }
   }
   std::vector<float> x(2 * 65 * 4), o(8);
-  EXPECT_THROW(hc_copy_mean_bf16(x, 2, 65, 4, o, nullptr), Error);
-  EXPECT_THROW(hc_copy_mean_bf16(x, 2, 4, 4, o, nullptr), Error);
+  EXPECT_THROW(hc_copy_mean_bf16(x, 2, 65, 4, o, 4, nullptr), Error);  // hc above 64
+  EXPECT_THROW(hc_copy_mean_bf16(x, 2, 4, 4, o, 4, nullptr), Error);   // X is not 2 × 4 × 4
+  std::vector<float> x2(2 * 4 * 4);
+  EXPECT_THROW(hc_copy_mean_bf16(x2, 2, 4, 4, o, 3, nullptr), Error);  // stride below the row
+  EXPECT_THROW(hc_copy_mean_bf16(x2, 2, 4, 4, o, 5, nullptr), Error);  // out too short for the stride
+  EXPECT_NO_THROW(hc_copy_mean_bf16(x2, 2, 4, 4, o, 4, nullptr));
 }
 
 TEST(HcFast, ShapeErrors) {
