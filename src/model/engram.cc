@@ -14,6 +14,7 @@
 #include "numeric/e8m0.h"
 #include "util/error.h"
 #include "util/scratch_arena.h"
+#include "util/thread_pool.h"
 
 namespace dsv4 {
 
@@ -103,50 +104,59 @@ void engram_forward(std::span<const float> x, std::span<const std::int64_t> hash
   ScratchFrame frame;
   const std::span<float> E = frame.uninit<float>(S * cols * hd);
   const std::size_t nsc = hd / 32;
-  for (std::size_t i = 0; i < S * cols; ++i) {
-    const std::int64_t row = hashes[i];
-    if (row < 0 || static_cast<std::size_t>(row) >= w.rows)
-      fail("Engram row index {} outside the table's {} rows", row, w.rows);
-    const std::uint8_t* q = w.table.data() + static_cast<std::size_t>(row) * hd;
-    const std::uint8_t* s = w.table_scale.data() + static_cast<std::size_t>(row) * nsc;
-    for (std::size_t k = 0; k < hd; ++k)
-      E[i * hd + k] = round_bf16(static_cast<float>(static_cast<double>(e4m3_to_f32(q[k])) *
-                                                    static_cast<double>(e8m0_to_f32(s[k / 32]))));
-  }
+  for (std::size_t i = 0; i < S * cols; ++i)
+    if (hashes[i] < 0 || static_cast<std::uint64_t>(hashes[i]) >= w.rows)
+      fail("Engram row index {} outside the table's {} rows", hashes[i], w.rows);
+  // Tokens are independent from here on: the row gathers and the per-token steps are split over
+  // the pool by tokens (each token's arithmetic is the same whatever the split).
+  ThreadPool* pool = S * dim >= kParallelElements ? lin.pool : nullptr;
+  parallel_for(pool, S * cols, [&](std::size_t i0, std::size_t i1) {
+    for (std::size_t i = i0; i < i1; ++i) {
+      const auto row = static_cast<std::size_t>(hashes[i]);
+      const std::uint8_t* q = w.table.data() + row * hd;
+      const std::uint8_t* s = w.table_scale.data() + row * nsc;
+      for (std::size_t k = 0; k < hd; ++k)
+        E[i * hd + k] = round_bf16(static_cast<float>(static_cast<double>(e4m3_to_f32(q[k])) *
+                                                      static_cast<double>(e8m0_to_f32(s[k / 32]))));
+    }
+  });
   // Step 2: kv = wkv(E) (FP8 linear) → key [hc, dim] per token (copy-major), value [dim].
   const std::span<float> kv = frame.zeros<float>(S * (hc + 1) * dim);
   kernels::linear(E, S, w.wkv, kv, lin);
   const float eps = 1e-20f;
   const float scale = static_cast<float>(std::pow(static_cast<double>(dim), -0.5));
-  const std::span<double> terms = frame.zeros<double>(dim);
-  for (std::size_t t = 0; t < S; ++t) {
-    const float* key0 = kv.data() + t * (hc + 1) * dim;
-    const float* value = key0 + hc * dim;
-    const bool open = mask.empty() || mask[t] != 0;
-    for (std::size_t ci = 0; ci < hc; ++ci) {
-      const float* h = x.data() + (t * hc + ci) * dim;
-      const float* key = key0 + ci * dim;
-      const float* wg = w.wgt.data() + ci * dim;
-      // Step 4: per-copy norms; the fp32 squares (h·h, key·key) rounded as the reference does.
-      for (std::size_t d = 0; d < dim; ++d) terms[d] = mul32(h[d], h[d]);
-      const float r_h = kernels::strict_rsqrt(mean_exact(terms) + eps);
-      for (std::size_t d = 0; d < dim; ++d) terms[d] = mul32(key[d], key[d]);
-      const float r_k = kernels::strict_rsqrt(mean_exact(terms) + eps);
-      const float rstd = mul32(r_h, r_k);
-      for (std::size_t d = 0; d < dim; ++d) terms[d] = mul32(mul32(h[d], wg[d]), key[d]);
-      const float dsum = kernels::exact_sum_f32(terms);
-      const float dot = mul32(mul32(dsum, rstd), scale);
-      // Step 5: signed square root, sigmoid; image tokens get gate 0.
-      const float mag = std::max(std::fabs(dot), 1e-6f);
-      const float sg = (dot > 0 ? 1.0f : dot < 0 ? -1.0f : 0.0f) * kernels::strict_sqrt(mag);
-      float gate = kernels::strict_sigmoid(sg);
-      if (!open) gate = 0.0f;
-      if (!gate_out.empty()) gate_out[t * hc + ci] = gate;
-      // Step 6: out = bf16(h + gate · value).
-      float* o = out.data() + (t * hc + ci) * dim;
-      for (std::size_t d = 0; d < dim; ++d) o[d] = round_bf16(h[d] + mul32(gate, value[d]));
+  parallel_for(pool, S, [&](std::size_t t0, std::size_t t1) {
+    ScratchFrame tf;
+    const std::span<double> terms = tf.zeros<double>(dim);
+    for (std::size_t t = t0; t < t1; ++t) {
+      const float* key0 = kv.data() + t * (hc + 1) * dim;
+      const float* value = key0 + hc * dim;
+      const bool open = mask.empty() || mask[t] != 0;
+      for (std::size_t ci = 0; ci < hc; ++ci) {
+        const float* h = x.data() + (t * hc + ci) * dim;
+        const float* key = key0 + ci * dim;
+        const float* wg = w.wgt.data() + ci * dim;
+        // Step 4: per-copy norms; the fp32 squares (h·h, key·key) rounded as the reference does.
+        for (std::size_t d = 0; d < dim; ++d) terms[d] = mul32(h[d], h[d]);
+        const float r_h = kernels::strict_rsqrt(mean_exact(terms) + eps);
+        for (std::size_t d = 0; d < dim; ++d) terms[d] = mul32(key[d], key[d]);
+        const float r_k = kernels::strict_rsqrt(mean_exact(terms) + eps);
+        const float rstd = mul32(r_h, r_k);
+        for (std::size_t d = 0; d < dim; ++d) terms[d] = mul32(mul32(h[d], wg[d]), key[d]);
+        const float dsum = kernels::exact_sum_f32(terms);
+        const float dot = mul32(mul32(dsum, rstd), scale);
+        // Step 5: signed square root, sigmoid; image tokens get gate 0.
+        const float mag = std::max(std::fabs(dot), 1e-6f);
+        const float sg = (dot > 0 ? 1.0f : dot < 0 ? -1.0f : 0.0f) * kernels::strict_sqrt(mag);
+        float gate = kernels::strict_sigmoid(sg);
+        if (!open) gate = 0.0f;
+        if (!gate_out.empty()) gate_out[t * hc + ci] = gate;
+        // Step 6: out = bf16(h + gate · value).
+        float* o = out.data() + (t * hc + ci) * dim;
+        for (std::size_t d = 0; d < dim; ++d) o[d] = round_bf16(h[d] + mul32(gate, value[d]));
+      }
     }
-  }
+  });
 }
 
 }  // namespace dsv4

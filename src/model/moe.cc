@@ -2,6 +2,7 @@
 #include "model/moe.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "kernels/fp32_ops.h"
 #include "kernels/strict_dot.h"
@@ -20,6 +21,7 @@ using kernels::mul32;
 // Expert(x) for the m rows of x; weight [m] or empty (shared expert). out [m, dim].
 void expert(const ForwardContext& ctx, const ExpertWeights& e, std::span<const float> x,
             std::size_t m, std::span<const float> weight, std::span<float> out) {
+  OpTimer timer(ctx, "moe/experts");
   const std::size_t inter = e.w1.rows;
   ScratchFrame frame;
   const std::span<float> g = frame.zeros<float>(m * inter), u = frame.zeros<float>(m * inter);
@@ -56,6 +58,7 @@ void moe_forward(const ForwardContext& ctx, const LayerWeights& w, std::span<con
   const auto k = static_cast<std::size_t>(w.role->is_mtp ? c.dspark_n_activated_experts : c.n_activated_experts);
   ScratchFrame frame;
   // Gate (§7.1).
+  std::optional<OpTimer> gate_timer(std::in_place, ctx, "moe/gate");
   const std::span<float> s = frame.zeros<float>(N * E);
   auto lin = ctx.lin();
   lin.f32_output = true;
@@ -84,7 +87,12 @@ void moe_forward(const ForwardContext& ctx, const LayerWeights& w, std::span<con
     }
     for (std::size_t j = 0; j < k; ++j) wts[t * k + j] = mul32(wts[t * k + j], route);
   }
-  // Routed experts in increasing index, tokens grouped per expert.
+  gate_timer.reset();
+  // Routed experts in increasing index, tokens grouped per expert. The gathers, the scatter-adds
+  // and the element-wise passes are split over the pool by rows: an expert takes a token at most
+  // once, so its rows are distinct tokens, and each y row still receives its experts' outputs in
+  // increasing expert index — the same sums in the same order on any thread count.
+  ThreadPool* rows_pool = N * dim >= kParallelElements ? ctx.pool : nullptr;
   const std::span<float> y = frame.zeros<float>(N * dim);
   // An expert is chosen at most once per token (top-k of distinct indices), so N rows hold any
   // expert's tokens.
@@ -97,22 +105,31 @@ void moe_forward(const ForwardContext& ctx, const LayerWeights& w, std::span<con
         if (static_cast<std::size_t>(idx[t * k + j]) == e) {
           if (n == N) fail("moe: expert {} chosen twice for one token", e);
           toks[n] = t;
-          std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(t * dim), dim, xe.begin() + static_cast<std::ptrdiff_t>(n * dim));
           we[n] = wts[t * k + j];
           ++n;
         }
     if (n == 0) continue;
+    parallel_for(n * dim >= kParallelElements ? ctx.pool : nullptr, n, [&](std::size_t i0, std::size_t i1) {
+      for (std::size_t i = i0; i < i1; ++i)
+        std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(toks[i] * dim), dim, xe.begin() + static_cast<std::ptrdiff_t>(i * dim));
+    });
     std::fill_n(oe.begin(), n * dim, 0.0f);
     expert(ctx, w.experts[e], xe.first(n * dim), n, we.first(n), oe.first(n * dim));
-    for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t d = 0; d < dim; ++d) y[toks[i] * dim + d] += oe[i * dim + d];
+    parallel_for(n * dim >= kParallelElements ? ctx.pool : nullptr, n, [&](std::size_t i0, std::size_t i1) {
+      for (std::size_t i = i0; i < i1; ++i)
+        for (std::size_t d = 0; d < dim; ++d) y[toks[i] * dim + d] += oe[i * dim + d];
+    });
   }
   if (w.shared) {
     const std::span<float> sh = frame.zeros<float>(N * dim);
     expert(ctx, *w.shared, x, N, {}, sh);
-    for (std::size_t i = 0; i < N * dim; ++i) y[i] += sh[i];
+    parallel_for(rows_pool, N, [&](std::size_t t0, std::size_t t1) {
+      for (std::size_t i = t0 * dim; i < t1 * dim; ++i) y[i] += sh[i];
+    });
   }
-  for (std::size_t i = 0; i < N * dim; ++i) out[i] = round_bf16(y[i]);
+  parallel_for(rows_pool, N, [&](std::size_t t0, std::size_t t1) {
+    for (std::size_t i = t0 * dim; i < t1 * dim; ++i) out[i] = round_bf16(y[i]);
+  });
   if (idx_out) idx_out->assign(idx.begin(), idx.end());
   if (wts_out) wts_out->assign(wts.begin(), wts.end());
 }
