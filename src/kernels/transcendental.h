@@ -12,6 +12,7 @@
 // The double intermediates pass through fp64_barrier so that no FMA contraction can change an
 // expression (none of these has a multiply feeding an add, but the barrier keeps it that way).
 #include <cmath>
+#include <cstddef>
 
 #include "kernels/fp32_ops.h"
 
@@ -50,6 +51,10 @@ inline float strict_silu(float x) {
   const double xd = static_cast<double>(x);
   return static_cast<float>(xd * fp64_barrier(sigmoid64(xd)));
 }
+
+// out[i] = strict_silu(x[i]) for i < n, bit for bit, in vectorised passes (silu_vector.cc). out
+// must not overlap x.
+void strict_silu_n(const float* x, float* out, std::size_t n);
 
 inline float strict_cos(float x) { return static_cast<float>(std::cos(static_cast<double>(x))); }
 inline float strict_sin(float x) { return static_cast<float>(std::sin(static_cast<double>(x))); }

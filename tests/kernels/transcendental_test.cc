@@ -5,9 +5,12 @@
 // NaN, subnormals and fp32 max. NaN results compare as a class.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <limits>
+#include <vector>
 
 #include "kernel_oracle.h"
 #include "kernels/transcendental.h"
@@ -94,6 +97,33 @@ TEST(Transcendental, DefinitionsAtTheEdges) {
   EXPECT_EQ(strict_rsqrt(-0.0f), -INFINITY);
   EXPECT_EQ(strict_sigmoid(-1000.0f), 0.0f);
   EXPECT_EQ(test::bits(strict_silu(-1000.0f)), 0x80000000u);  // −1000 · 0 = −0
+}
+
+// strict_silu_n (vectorised, with its own exp and a rounding decision) against strict_silu
+// itself, bit for bit: a stride through every fp32 bit pattern (all exponents, ±0, subnormals,
+// ±inf, NaNs), gaussians at the SwiGLU's scales, and the ±64 edge of its polynomial range; array
+// lengths that leave a partial 256-element chunk.
+TEST(StrictSiluN, IsStrictSiluBitForBit) {
+  std::vector<float> x;
+  for (std::uint64_t u = 0; u < (std::uint64_t{1} << 32); u += 4099) x.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(u)));
+  Rng r(41);
+  for (int i = 0; i < 400000; ++i) x.push_back(static_cast<float>(r.gauss() * std::ldexp(1.0, r.uni(-6, 4))));
+  for (float e : {64.0f, -64.0f})
+    for (int d = -300; d <= 300; ++d) x.push_back(std::bit_cast<float>(std::bit_cast<std::uint32_t>(e) + static_cast<std::uint32_t>(d)));
+  x.push_back(0.0f);
+  x.push_back(-0.0f);
+  x.push_back(std::numeric_limits<float>::quiet_NaN());
+  x.push_back(-std::numeric_limits<float>::infinity());
+  x.push_back(7.0f);
+  std::vector<float> got(x.size());
+  strict_silu_n(x.data(), got.data(), x.size());
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (std::bit_cast<std::uint32_t>(got[i]) == std::bit_cast<std::uint32_t>(strict_silu(x[i]))) continue;
+    if (++bad <= 5) ADD_FAILURE() << "x = " << x[i] << " (0x" << std::hex << std::bit_cast<std::uint32_t>(x[i]) << std::dec
+                                  << "): " << got[i] << " vs strict_silu " << strict_silu(x[i]);
+  }
+  EXPECT_EQ(bad, 0u) << "of " << x.size();
 }
 
 }  // namespace
