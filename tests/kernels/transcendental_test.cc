@@ -120,6 +120,11 @@ TEST(StrictSiluN, IsStrictSiluBitForBit) {
   std::size_t bad = 0;
   for (std::size_t i = 0; i < x.size(); ++i) {
     if (std::bit_cast<std::uint32_t>(got[i]) == std::bit_cast<std::uint32_t>(strict_silu(x[i]))) continue;
+    // A NaN input gives a NaN, but which sign: strict_silu multiplies two NaNs (x and its
+    // sigmoid), and x86 returns the NaN of whichever operand the compiler put first — so two
+    // inlined copies of strict_silu (here and in silu_vector.cc) may differ in the sign bit under
+    // other optimisation flags (seen in the sanitizer build). Only NaN-ness is the contract there.
+    if (std::isnan(x[i]) && std::isnan(got[i]) && std::isnan(strict_silu(x[i]))) continue;
     if (++bad <= 5) ADD_FAILURE() << "x = " << x[i] << " (0x" << std::hex << std::bit_cast<std::uint32_t>(x[i]) << std::dec
                                   << "): " << got[i] << " vs strict_silu " << strict_silu(x[i]);
   }
