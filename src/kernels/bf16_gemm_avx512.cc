@@ -308,6 +308,19 @@ struct Fp4ScaledTables {
   }
 };
 
+const Fp4ScaledTables& fp4_scaled_tables() {
+  static const Fp4ScaledTables tables;
+  return tables;
+}
+
+// The spread indices when the VBMI paths are taken (the CPU has AVX512_VBMI and DSV4_NO_VBMI,
+// which the tests set to cover the other paths, is unset); null otherwise.
+const Fp4SpreadVbmi* fp4_vbmi_spread() {
+  static const Fp4SpreadVbmi spread;
+  static const bool on = cpu_features().avx512_vbmi && std::getenv("DSV4_NO_VBMI") == nullptr;
+  return on ? &spread : nullptr;
+}
+
 template <int NR>
 DSV4_VBMI void fused_fp4_vbmi_tables(const Fp4ScaledTables& tab, const Fp4SpreadVbmi& sp, const std::uint16_t* a,
                                      const std::uint8_t* const* w, const std::uint8_t* const* scales, std::size_t nb,
@@ -392,26 +405,28 @@ std::int32_t* scratch_group_deltas(std::size_t n) {
   return buf.data();
 }
 
-// The scale deltas (e − 127) << 7 of weight row j's nb blocks (row_deltas, as int32 pairs) and
-// whether every scale is in the decoder's exact range (row_in_fast_range), 16 scales per step: on
-// the decode shape these run once per weight row per call, so the scalar versions cost as much as
-// a tenth of the mat-vec.
-template <class Dec>
-bool load_deltas(const WeightRef& w, std::size_t j, std::size_t nb, std::int32_t* out) {
-  const std::uint8_t* s = row_scales(w, j);
-  const __m128i lo = _mm_set1_epi8(static_cast<char>(Dec::kScaleLo));
-  const __m128i hi = _mm_set1_epi8(static_cast<char>(Dec::kScaleHi));
+// The scale deltas (e − 127) << 7 of nb block scales `s` (as int32 pairs), 16 scales per step:
+// on the decode shape this runs once per weight row per call, so the scalar version cost as
+// much as a tenth of the mat-vec. Scales outside the decoder's exact range give meaningless
+// deltas: callers check scales_in_range first (or with load_deltas).
+inline void write_deltas(const std::uint8_t* s, std::size_t nb, std::int32_t* out) {
   const __m512i low_half = _mm512_set1_epi32(0xFFFF);
-  __mmask16 bad = 0;
   for (std::size_t b = 0; b < nb; b += 16) {
     const __mmask16 live = nb - b >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (nb - b)) - 1);
     const __m128i e = _mm_maskz_loadu_epi8(live, s + b);
-    bad |= _mm_mask_cmplt_epu8_mask(live, e, lo) | _mm_mask_cmpgt_epu8_mask(live, e, hi);
     const __m512i d = _mm512_slli_epi32(_mm512_sub_epi32(_mm512_cvtepu8_epi32(e), _mm512_set1_epi32(127)), 7);
     // Both 16-bit halves ← the low half of d.
     _mm512_mask_storeu_epi32(out + b, live, _mm512_ternarylogic_epi32(low_half, d, _mm512_slli_epi32(d, 16), 0xCA));
   }
-  return bad == 0;
+}
+
+// Weight row j's deltas (write_deltas) and whether every one of its scales is in the decoder's
+// exact range (row_in_fast_range).
+template <class Dec>
+bool load_deltas(const WeightRef& w, std::size_t j, std::size_t nb, std::int32_t* out) {
+  const std::uint8_t* s = row_scales(w, j);
+  write_deltas(s, nb, out);
+  return scales_in_range(s, nb, Dec::kScaleLo, Dec::kScaleHi);
 }
 
 // Exponent range of the activations' nonzero elements (bf16 exponent fields), for moving an FP8
@@ -456,6 +471,7 @@ void decode_tiles(const Dec& dec, const Bf16Acts& a, const std::uint16_t* const*
   const std::size_t nb = a.k32 / kBlock, m = a.m;
   const std::size_t row_bytes = Dec::kBytesPerBlock * nb, ahead = prefetch_distance(NR * row_bytes);
   std::int32_t* deltas = scratch_deltas(NR * nb);
+  const Fp4SpreadVbmi* spread = std::is_same_v<Dec, Fp4Decoder> ? fp4_vbmi_spread() : nullptr;
   float res[kMr][kNrWide];
   for (std::size_t j = j0; j < j1; j += NR) {
     const std::size_t nr = std::min<std::size_t>(NR, j1 - j);
@@ -467,53 +483,36 @@ void decode_tiles(const Dec& dec, const Bf16Acts& a, const std::uint16_t* const*
       for (std::size_t o = 0; o < bytes; o += 64) _mm_prefetch(s0 + o, _MM_HINT_T0);
     }
     const std::uint8_t* wr[NR];
-    const std::int32_t* dr[NR];
-    if constexpr (std::is_same_v<Dec, Fp4Decoder> && NR == kNrWide) {
-      static const bool tables = cpu_features().avx512_vbmi && std::getenv("DSV4_NO_VBMI") == nullptr;
-      static const Fp4ScaledTables tab;
-      static const Fp4SpreadVbmi spread;
-      if (tables) {
-        const std::uint8_t* sr[NR];
-        bool fast = true;
-        for (std::size_t r = 0; r < NR; ++r) {
-          const std::size_t jr = j + std::min(r, nr - 1);
-          wr[r] = code_row(w, jr);
-          sr[r] = row_scales(w, jr);
-          fast &= scales_in_range(sr[r], nb, kFp4ScaleLo, kFp4ScaleHi);
-        }
-        if (fast) {
-          fused_fp4_vbmi_tables<NR>(tab, spread, arows[0], wr, sr, nb, reinterpret_cast<std::uintptr_t>(wr[0]) + ahead, res[0]);
-          for (std::size_t r = 0; r < nr; ++r) out[j + r] = res[0][r];
-          continue;
-        }
-        // A scale out of range: the general path below finds it too and takes the definition.
-      }
-    }
+    const std::uint8_t* sr[NR];
     bool fast = true;
     for (std::size_t r = 0; r < NR; ++r) {
       const std::size_t jr = j + std::min(r, nr - 1);  // a short tile repeats its last row
       wr[r] = code_row(w, jr);
-      dr[r] = deltas + r * nb;
-      fast &= load_deltas<Dec>(w, jr, nb, deltas + r * nb);
+      sr[r] = row_scales(w, jr);
+      fast &= scales_in_range(sr[r], nb, Dec::kScaleLo, Dec::kScaleHi);
     }
-    if (fast) {
-      auto run = [&](auto MR) {
-        if constexpr (std::is_same_v<Dec, Fp4Decoder>) {
-          static const bool vbmi = cpu_features().avx512_vbmi && std::getenv("DSV4_NO_VBMI") == nullptr;
-          static const Fp4SpreadVbmi spread;
-          if (vbmi) return fused_fp4_vbmi<MR(), NR>(dec, spread, arows, wr, dr, nb, reinterpret_cast<std::uintptr_t>(wr[0]) + ahead, res);
-        }
-        fused<MR(), NR, true>(dec, arows, wr, dr, nb, reinterpret_cast<std::uintptr_t>(wr[0]) + ahead, res);
-      };
-      if constexpr (NR == kNrWide) run(std::integral_constant<int, 1>{});
-      else dispatch_mr(static_cast<int>(m), run);
-    } else {
+    if (!fast) {
       // A row with out-of-range scales: the scalar definition (bf16_gemm.h).
       std::uint16_t* row = scratch_u16(a.k32);
       for (std::size_t r = 0; r < nr; ++r) {
         fast_weight_row(w, j + r, row, a.k32);
         for (std::size_t i = 0; i < m; ++i) res[i][r] = lane16_dot_scalar(arows[i], row, a.k32);
       }
+    } else if (std::is_same_v<Dec, Fp4Decoder> && NR == kNrWide && spread != nullptr) {
+      fused_fp4_vbmi_tables<NR>(fp4_scaled_tables(), *spread, arows[0], wr, sr, nb, reinterpret_cast<std::uintptr_t>(wr[0]) + ahead, res[0]);
+    } else {
+      const std::int32_t* dr[NR];
+      for (std::size_t r = 0; r < NR; ++r) {
+        dr[r] = deltas + r * nb;
+        write_deltas(sr[r], nb, deltas + r * nb);
+      }
+      auto run = [&](auto MR) {
+        if constexpr (std::is_same_v<Dec, Fp4Decoder>)
+          if (spread != nullptr) return fused_fp4_vbmi<MR(), NR>(dec, *spread, arows, wr, dr, nb, reinterpret_cast<std::uintptr_t>(wr[0]) + ahead, res);
+        fused<MR(), NR, true>(dec, arows, wr, dr, nb, reinterpret_cast<std::uintptr_t>(wr[0]) + ahead, res);
+      };
+      if constexpr (NR == kNrWide) run(std::integral_constant<int, 1>{});
+      else dispatch_mr(static_cast<int>(m), run);
     }
     for (std::size_t i = 0; i < m; ++i)
       for (std::size_t r = 0; r < nr; ++r) out[i * ldo + j + r] = res[i][r];

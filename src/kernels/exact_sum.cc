@@ -175,19 +175,13 @@ bool decide_sum_f32(double s, double abs_sum, std::size_t n, float* out) {
 }
 
 bool decide_mean_f32(double s, double abs_sum, std::size_t n, float* out) {
-  const double dn = static_cast<double>(n);
-  const double q = s / dn;  // n = 0 gives NaN, as numpy's mean of nothing
-  if (!std::isfinite(q)) {
-    *out = static_cast<float>(q);
+  const MeanInterval m = mean_interval(s, abs_sum, static_cast<double>(n));  // n = 0: NaN, as numpy's mean of nothing
+  if (!std::isfinite(m.q)) {
+    *out = static_cast<float>(m.q);
     return true;
   }
-  // Interval of strict.smean: the sum's bound divided by n, widened by 2^−50·|q| for the
-  // rounding of the division itself.
-  const double b = ((dn * 0x1p-52) * abs_sum) / dn + std::fabs(q) * 0x1p-50;
-  const float lo = static_cast<float>(q - b);
-  const float hi = static_cast<float>(q + b);
-  if (std::bit_cast<std::uint32_t>(lo) != std::bit_cast<std::uint32_t>(hi)) return false;
-  *out = to_f32_keep_plus_zero(q);
+  if (!m.decided()) return false;
+  *out = to_f32_keep_plus_zero(m.q);
   return true;
 }
 

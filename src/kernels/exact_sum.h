@@ -17,6 +17,8 @@
 // Non-finite terms: the IEEE float64 result of the plain sum (inf, or NaN for inf − inf or a NaN
 // term), as the oracle's float64 sum gives; the accumulator itself only takes finite terms.
 #include <array>
+#include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -71,5 +73,24 @@ float exact_mean_f32(std::span<const double> terms);
 bool decide_sum_f32(double s, double abs_sum, std::size_t n, float* out);
 // Same for a mean q = s / n (bound widened for the division's rounding, as strict.smean).
 bool decide_mean_f32(double s, double abs_sum, std::size_t n, float* out);
+
+// The interval behind decide_mean_f32, for loops that decide many means at once: q = s / n and
+// the fp32 roundings of q ∓ b, with b the sum's bound divided by n widened by 2^−50·|q| for the
+// division's own rounding. For finite q the mean is decided exactly when lo and hi have the same
+// bits, and is then RNE32(q) with a zero q read as +0 (strict.smean's convention; a sum taken
+// from +0 in round-to-nearest is never −0, so its conversion alone gives that). Branch-free, so
+// the callers' loops vectorise; decide_mean_f32 is written on it, so the two cannot drift apart.
+// (Its products by powers of two are exact, so contraction into FMAs could only change results
+// in the subnormal range; its callers are built without contraction.)
+struct MeanInterval {
+  double q;
+  float lo, hi;
+  bool decided() const { return std::bit_cast<std::uint32_t>(lo) == std::bit_cast<std::uint32_t>(hi); }
+};
+inline MeanInterval mean_interval(double s, double abs_sum, double n) {
+  const double q = s / n;
+  const double b = ((n * 0x1p-52) * abs_sum) / n + std::fabs(q) * 0x1p-50;
+  return {q, static_cast<float>(q - b), static_cast<float>(q + b)};
+}
 
 }  // namespace dsv4::kernels

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/exact_sum.h"
 #include "kernels/hyper_connections.h"
 #include "kernels/strict_dot.h"
 #include "numeric/bf16.h"
@@ -60,10 +61,10 @@ DSV4_HC_CLONES void post_row(float* o, float p, const float* y, const double* ac
 }
 
 // strict_mean's steps for n elements of one token at once: s and a are the float64 sums of the
-// copies and of their magnitudes, accumulated in copy order from +0 (as strict_mean's loop);
-// here the division, the error bound and the decision of decide_mean_f32, written out
-// branch-free. open[d] ≠ 0 where the decision is left open (the caller redoes those exactly);
-// elsewhere o[d] is the bf16 of the decided mean.
+// copies and of their magnitudes, accumulated in copy order from +0 (as strict_mean's loop),
+// then decide_mean_f32's interval (mean_interval, the same definition) element-wise. open[d] ≠ 0
+// where the decision is left open (the caller redoes those exactly); elsewhere o[d] is the bf16
+// of the decided mean.
 DSV4_HC_CLONES void copy_mean_row(const float* xt, std::size_t hc, std::size_t dim, std::size_t d0, std::size_t n,
                                   double* s, double* a, float* o, std::uint32_t* open) {
   for (std::size_t d = 0; d < n; ++d) s[d] = 0.0, a[d] = 0.0;
@@ -76,15 +77,12 @@ DSV4_HC_CLONES void copy_mean_row(const float* xt, std::size_t hc, std::size_t d
   }
   const double dn = static_cast<double>(hc);
   for (std::size_t d = 0; d < n; ++d) {
-    const double q = s[d] / dn;
-    const double b = ((dn * 0x1p-52) * a[d]) / dn + std::fabs(q) * 0x1p-50;
-    const float lo = static_cast<float>(q - b), hi = static_cast<float>(q + b);
-    // Non-finite q: q − b and q + b differ (inf) or are both NaN; either way strict_mean's own
-    // answer is static_cast<float>(q), which the open path gives.
-    open[d] = std::bit_cast<std::uint32_t>(lo) ^ std::bit_cast<std::uint32_t>(hi);  // (no branches: vectorised)
-    // strict_mean turns a zero mean into +0; s starts at +0 and a round-to-nearest sum of opposite
-    // values is +0, so q is never −0 and the conversion alone gives that.
-    o[d] = static_cast<float>(q);
+    const MeanInterval m = mean_interval(s[d], a[d], dn);
+    // Non-finite q: lo and hi differ (inf) or are both NaN; either way strict_mean's own answer
+    // is static_cast<float>(q), which both paths give.
+    open[d] = std::bit_cast<std::uint32_t>(m.lo) ^ std::bit_cast<std::uint32_t>(m.hi);  // (no branches: vectorised)
+    // q is never −0 (see mean_interval), so the conversion alone gives strict_mean's +0.
+    o[d] = static_cast<float>(m.q);
   }
   for (std::size_t d = 0; d < n; ++d) o[d] = round_bf16(o[d]);
 }
