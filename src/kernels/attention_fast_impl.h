@@ -49,6 +49,45 @@ inline void dots16(const float* const* q, const std::uint16_t* const* rows, std:
   for (int g = 0; g < G; ++g) res[g] = reduce16(part[g]);
 }
 
+// Dim vectors per step of the value pass: 4 keeps 16 of AVX-512's 32 registers as accumulators
+// (G = 4 heads × 4 vectors); AVX2's 16 registers hold one (two halves per vector). Any value gives
+// the same bits.
+inline constexpr int kValueChunks = DSV4_SIMD16 == 2 ? 4 : 1;
+
+// Dims [c, c + 16·(C − 1) + w) of o[g] = bf16((Σ_j pb[g·npad + j] · row_j, fp32 FMAs in ascending j)
+// / l[g]) for the G heads, into out + g·D (w < 16 only with C = 1). Each slot's G weights are
+// broadcast once per C vectors and each row vector widened once for the G heads: with C = 1 a
+// step was G broadcasts and one row load for G FMAs, and the broadcasts kept the load ports, not
+// the FMA units, busy.
+template <int G, int C>
+inline void value_chunk(const std::uint16_t* const* rows, std::size_t n, const float* pb, std::size_t npad,
+                        const float* l, std::size_t c, std::size_t w, float* out, std::size_t D) {
+  // (Fully unrolled, so that GCC keeps the accumulators in registers.)
+  V acc[G][C];
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g)
+#pragma GCC unroll 4
+    for (int k = 0; k < C; ++k) acc[g][k] = zero();
+  for (std::size_t j = 0; j < n; ++j) {
+    V p[G];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) p[g] = set1(pb[g * npad + j]);
+#pragma GCC unroll 4
+    for (int k = 0; k < C; ++k) {
+      const V r = w == 16 ? load_bf16(rows[j] + c + 16 * k) : load_bf16_n(rows[j] + c, w);
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) acc[g][k] = fma(p[g], r, acc[g][k]);
+    }
+  }
+  for (int g = 0; g < G; ++g)
+    for (int k = 0; k < C; ++k) {
+      const V o = round_bf16(div(acc[g][k], set1(l[g])));
+      float* dst = out + g * D + c + 16 * k;
+      if (w == 16) store(dst, o);
+      else store_n(dst, o, w);
+    }
+}
+
 // One query t, heads h0 .. h0 + G − 1.
 template <int G>
 void attend_group(const float* q, const KvRows& kv, const float* sink, const std::int32_t* slots,
@@ -90,22 +129,11 @@ void attend_group(const float* q, const KvRows& kv, const float* sink, const std
     for (std::size_t j0 = 0; j0 < npad; j0 += 16) store(pb + j0, round_bf16(load(s + j0)));
     l_sum[g] = l;
   }
-  // Values: 16 dims at a time, every slot in order, G accumulators sharing each row load.
-  for (std::size_t c = 0; c < D; c += 16) {
-    const std::size_t w = std::min<std::size_t>(16, D - c);
-    V acc[G];
-    for (int g = 0; g < G; ++g) acc[g] = zero();
-    for (std::size_t j = 0; j < n; ++j) {
-      const V r = w == 16 ? load_bf16(rows[j] + c) : load_bf16_n(rows[j] + c, w);
-      for (int g = 0; g < G; ++g) acc[g] = fma(set1(pb_buf[g * npad + j]), r, acc[g]);
-    }
-    for (int g = 0; g < G; ++g) {
-      const V o = round_bf16(div(acc[g], set1(l_sum[g])));
-      float* dst = out + (t * H + h0 + g) * D + c;
-      if (w == 16) store(dst, o);
-      else store_n(dst, o, w);
-    }
-  }
+  // Values: C × 16 dims at a time while they last, then 16 (the tail narrower).
+  std::size_t c = 0;
+  for (; c + 16 * kValueChunks <= D; c += 16 * kValueChunks)
+    value_chunk<G, kValueChunks>(rows.data(), n, pb_buf.data(), npad, l_sum, c, 16, out + (t * H + h0) * D, D);
+  for (; c < D; c += 16) value_chunk<G, 1>(rows.data(), n, pb_buf.data(), npad, l_sum, c, std::min<std::size_t>(16, D - c), out + (t * H + h0) * D, D);
 }
 
 inline void sparse_attn_items(const float* q, const KvRows& kv, const float* sink, const std::int32_t* idx,
