@@ -50,6 +50,29 @@ DSV4_HC_CLONES float dot16(const float* a, const float* b, std::size_t n) {
   return static_cast<float>(acc[0]);
 }
 
+// dot16(a[t], b, n) for kDotTokens rows a[t] against one b, each with dot16's partial sums,
+// order and tree (the same bits): b — a row of the mixes' projection, 24 of them × hc·dim floats
+// (1.9 MB for the released shapes, past L2) — is read and widened once for the group instead of
+// once per token.
+constexpr int kDotTokens = 8;
+DSV4_HC_CLONES void dot16_tokens(const float* const* a, const float* b, std::size_t n, float* out) {
+  double acc[kDotTokens][16] = {};
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    double bl[16];
+    for (std::size_t l = 0; l < 16; ++l) bl[l] = static_cast<double>(b[i + l]);
+#pragma GCC unroll 8
+    for (int t = 0; t < kDotTokens; ++t)
+      for (std::size_t l = 0; l < 16; ++l) acc[t][l] += static_cast<double>(a[t][i + l]) * bl[l];
+  }
+  for (int t = 0; t < kDotTokens; ++t) {
+    for (std::size_t l = 0; i + l < n; ++l) acc[t][l] += static_cast<double>(a[t][i + l]) * static_cast<double>(b[i + l]);
+    for (std::size_t h = 8; h > 0; h /= 2)
+      for (std::size_t l = 0; l < h; ++l) acc[t][l] += acc[t][l + h];
+    out[t] = static_cast<float>(acc[t][0]);
+  }
+}
+
 // acc[d] += c · x[d] in double, d < n.
 DSV4_HC_CLONES void axpy_double(double* acc, double c, const float* x, std::size_t n) {
   for (std::size_t d = 0; d < n; ++d) acc[d] += c * static_cast<double>(x[d]);
@@ -129,16 +152,33 @@ void hc_mixes_fast(std::span<const float> x, std::span<const float> fn, std::spa
   check("hc_mixes_fast", "comb", comb.size(), tokens * hc * hc);
   if (width == 0) fail("hc_mixes_fast: empty rows");
   const float eps = static_cast<float>(norm_eps);
+  // Tokens in groups of kDotTokens (a short group repeats its last token), each projection row
+  // read once per group; every token's numbers are dot16's whatever its group.
   parallel_for(pool, tokens, [&](std::size_t t0, std::size_t t1) {
     ScratchFrame frame;
-    const std::span<float> mixes = frame.zeros<float>(nm);
-    for (std::size_t t = t0; t < t1; ++t) {
-      const float* xt = x.data() + t * width;
-      const float ms = dot16(xt, xt, width) / static_cast<float>(width);
-      const auto r = static_cast<float>(1.0 / std::sqrt(static_cast<double>(ms + eps)));
-      for (std::size_t i = 0; i < nm; ++i) mixes[i] = dot16(xt, fn.data() + i * width, width) * r;
-      hc_split_sinkhorn(mixes, scale, base, 1, p, pre.subspan(t * hc, hc), post.subspan(t * hc, hc),
-                        comb.subspan(t * hc * hc, hc * hc));
+    const std::span<float> mixes = frame.zeros<float>(kDotTokens * nm);
+    for (std::size_t g = t0; g < t1; g += kDotTokens) {
+      const std::size_t ng = std::min<std::size_t>(kDotTokens, t1 - g);
+      const float* xg[kDotTokens];
+      for (std::size_t u = 0; u < kDotTokens; ++u) xg[u] = x.data() + (g + std::min(u, ng - 1)) * width;
+      float dots[kDotTokens];
+      for (std::size_t i = 0; i < nm; ++i) {
+        if (ng == 1) {  // (decode: one token, no copies to compute)
+          mixes[i] = dot16(xg[0], fn.data() + i * width, width);
+          continue;
+        }
+        dot16_tokens(xg, fn.data() + i * width, width, dots);
+        for (std::size_t u = 0; u < kDotTokens; ++u) mixes[u * nm + i] = dots[u];
+      }
+      for (std::size_t u = 0; u < ng; ++u) {
+        const std::size_t t = g + u;
+        const float ms = dot16(xg[u], xg[u], width) / static_cast<float>(width);
+        const auto r = static_cast<float>(1.0 / std::sqrt(static_cast<double>(ms + eps)));
+        const std::span<float> mu = mixes.subspan(u * nm, nm);
+        for (float& v : mu) v *= r;
+        hc_split_sinkhorn(mu, scale, base, 1, p, pre.subspan(t * hc, hc), post.subspan(t * hc, hc),
+                          comb.subspan(t * hc * hc, hc * hc));
+      }
     }
   });
 }
