@@ -110,7 +110,7 @@ void BM_RmsNorm(benchmark::State& st) {
   const std::vector<float> x = normal(T * kDim, 1), w = normal(kDim, 2);
   std::vector<float> out(x.size());
   for (auto _ : st) {
-    rmsnorm(x, w, 1e-20, out, T);
+    rmsnorm(x, w, 1e-20, out, T, &pool());
     benchmark::DoNotOptimize(out.data());
   }
   counters(st, 8.0 * static_cast<double>(x.size()), 4.0 * static_cast<double>(x.size()));

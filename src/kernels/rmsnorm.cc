@@ -17,23 +17,25 @@ float rms_factor(std::span<const float> x, double eps) {
 }
 
 void rmsnorm(std::span<const float> x, std::span<const float> w, double eps, std::span<float> out,
-             std::size_t rows) {
+             std::size_t rows, ThreadPool* pool) {
   const std::size_t d = w.size();
   if (x.size() != rows * d) fail("rmsnorm: x has {} elements, expected {}x{}", x.size(), rows, d);
   if (out.size() != x.size()) fail("rmsnorm: out has {} elements, expected {}", out.size(), x.size());
-  for (std::size_t r = 0; r < rows; ++r) {
-    const std::span<const float> xr = x.subspan(r * d, d);
-    const float f = rms_factor(xr, eps);  // read all of the row before out (may alias) is written
-    for (std::size_t k = 0; k < d; ++k) out[r * d + k] = round_bf16(mul32(w[k], mul32(xr[k], f)));
-  }
+  parallel_for(rows * d >= kParallelElements ? pool : nullptr, rows, [&](std::size_t r0, std::size_t r1) {
+    for (std::size_t r = r0; r < r1; ++r) {
+      const std::span<const float> xr = x.subspan(r * d, d);
+      const float f = rms_factor(xr, eps);  // read all of the row before out (may alias) is written
+      for (std::size_t k = 0; k < d; ++k) out[r * d + k] = round_bf16(mul32(w[k], mul32(xr[k], f)));
+    }
+  });
 }
 
 void rmsnorm(std::span<const float> x, std::span<const BF16> w, double eps, std::span<float> out,
-             std::size_t rows) {
+             std::size_t rows, ThreadPool* pool) {
   ScratchFrame frame;
   const std::span<float> wf = frame.uninit<float>(w.size());
   for (std::size_t k = 0; k < w.size(); ++k) wf[k] = bf16_to_f32(w[k]);
-  rmsnorm(x, wf, eps, out, rows);
+  rmsnorm(x, wf, eps, out, rows, pool);
 }
 
 }  // namespace dsv4::kernels

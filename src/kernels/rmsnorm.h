@@ -11,15 +11,17 @@
 #include <span>
 
 #include "numeric/bf16.h"
+#include "util/thread_pool.h"
 
 namespace dsv4::kernels {
 
 // x [rows, d] fp32 (bf16 values in the model), w [d], out [rows, d] (bf16-valued fp32).
-// out may alias x.
+// out may alias x. Rows are split over `pool` (may be null) when there are enough of them; each
+// row's arithmetic is the same on any thread.
 void rmsnorm(std::span<const float> x, std::span<const float> w, double eps, std::span<float> out,
-             std::size_t rows);
+             std::size_t rows, ThreadPool* pool = nullptr);
 void rmsnorm(std::span<const float> x, std::span<const BF16> w, double eps, std::span<float> out,
-             std::size_t rows);
+             std::size_t rows, ThreadPool* pool = nullptr);
 
 // The per-row factor r = rsqrt(fp32(mean(x²) + fp32(eps))) (shared with hc_mixes, §5.1).
 float rms_factor(std::span<const float> x, double eps);

@@ -229,7 +229,7 @@ void project_q(const ForwardContext& ctx, const LayerWeights& w, std::span<const
   OpTimer timer(ctx, "attention/q");
   const ModelConfig& c = ctx.cfg;
   kernels::linear(x, S, w.wq_a, qr, ctx.lin());
-  kernels::rmsnorm(qr, w.q_norm, c.norm_eps, qr, S);
+  kernels::rmsnorm(qr, w.q_norm, c.norm_eps, qr, S, ctx.pool);
   const auto H = static_cast<std::size_t>(c.n_heads), D = static_cast<std::size_t>(c.head_dim);
   kernels::linear(qr, S, w.wq_b, q, ctx.lin());
   kernels::apply_rope(q, H, D, *w.rope, positions);
@@ -241,7 +241,7 @@ void project_window_kv(const ForwardContext& ctx, const LayerWeights& w, std::sp
   const ModelConfig& c = ctx.cfg;
   const auto D = static_cast<std::size_t>(c.head_dim);
   kernels::linear(x, S, w.wkv, kv, ctx.lin());
-  kernels::rmsnorm(kv, w.kv_norm, c.norm_eps, kv, S);
+  kernels::rmsnorm(kv, w.kv_norm, c.norm_eps, kv, S, ctx.pool);
   kernels::apply_rope(kv, 1, D, *w.rope, positions);
   fp8_qdq_inplace(kv);
 }

@@ -184,7 +184,7 @@ void Model::block(const ForwardContext& ctx, const LayerWeights& w, std::size_t 
   }
   {
     OpTimer t(ctx, "norm");
-    kernels::rmsnorm(h, w.attn_norm, c.norm_eps, h, N);
+    kernels::rmsnorm(h, w.attn_norm, c.norm_eps, h, N, ctx.pool);
   }
   ctx.dump_f32(tag, "attn_in", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(dim)}, h.data());
   {
@@ -201,7 +201,7 @@ void Model::block(const ForwardContext& ctx, const LayerWeights& w, std::size_t 
   }
   {
     OpTimer t(ctx, "norm");
-    kernels::rmsnorm(h, w.ffn_norm, c.norm_eps, h, N);
+    kernels::rmsnorm(h, w.ffn_norm, c.norm_eps, h, N, ctx.pool);
   }
   std::vector<std::int64_t> idx;
   std::vector<float> wts;
@@ -372,7 +372,7 @@ void Model::run(std::span<const BatchItem> items, Dump* dump, std::vector<double
     OpTimer t(ctx, "norm");
     if (ctx.opt.numerics == kernels::Numerics::kFast) kernels::hc_pre_fast(X, pre, N, hc, dim, x, ctx.pool);
     else kernels::hc_pre(X, pre, N, hc, dim, x);
-    kernels::rmsnorm(x, final_norm_, c.norm_eps, x, N);
+    kernels::rmsnorm(x, final_norm_, c.norm_eps, x, N, ctx.pool);
   }
   ctx.dump_f32("final_x", {static_cast<std::int64_t>(N), static_cast<std::int64_t>(dim)}, x.data());
   // The head on the rows that want logits only (out0[i]: item i's first row among them).

@@ -9,6 +9,7 @@
 #include "kernel_oracle.h"
 #include "kernels/rmsnorm.h"
 #include "util/error.h"
+#include "util/thread_pool.h"
 
 namespace dsv4::kernels {
 namespace {
@@ -71,6 +72,21 @@ TEST(Rmsnorm, InPlaceAndShapeErrors) {
   rmsnorm(x, w, 1e-20, x, 2);  // out aliases x
   for (int i = 0; i < 4; ++i) EXPECT_EQ(test::bits(x[i]), test::bits(y[i]));
   EXPECT_THROW(rmsnorm(x, w, 1e-20, y, 3), Error);
+}
+
+// Rows split over a pool (enough of them to be split) give the serial bits, in place or not.
+TEST(Rmsnorm, PooledRowsAreTheSerialBits) {
+  constexpr std::size_t kRows = 41, kD = 2048;  // 41 × 2048 ≥ kParallelElements
+  Rng r(5);
+  std::vector<float> x(kRows * kD), w(kD), serial(x.size()), pooled(x.size());
+  for (auto& v : x) v = r.bf16_gauss(0);
+  for (auto& v : w) v = r.bf16_gauss(0);
+  rmsnorm(x, w, 1e-6, serial, kRows);
+  ThreadPool pool(3);
+  rmsnorm(x, w, 1e-6, pooled, kRows, &pool);
+  test::expect_bits_equal(pooled, serial, "pooled");
+  rmsnorm(x, w, 1e-6, x, kRows, &pool);
+  test::expect_bits_equal(x, serial, "pooled, in place");
 }
 
 }  // namespace

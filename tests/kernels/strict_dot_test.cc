@@ -189,9 +189,11 @@ TEST_F(StrictDotOracle, SumAndMeanMatchSsumAndSmean) {
 }
 
 TEST(StrictDot, MeanOfSquaresIsTheMeanOfExactSquares) {
+  // Lengths around the 16 partial sums strict_mean_sq keeps (none full, one, tails) and RMSNorm's.
   Rng r(13);
-  for (int c = 0; c < 200; ++c) {
-    std::vector<float> x(33);
+  const std::size_t lengths[] = {1, 15, 16, 17, 33, 100, 5120};
+  for (int c = 0; c < 280; ++c) {
+    std::vector<float> x(lengths[c % 7]);
     for (auto& v : x) v = r.finite_f32();
     std::vector<double> sq;
     for (float v : x) sq.push_back(static_cast<double>(v) * v);
