@@ -33,21 +33,13 @@ void check(const char* fn, const char* what, std::size_t got, std::size_t want) 
   if (got != want) fail("{}: {} has {} elements, expected {}", fn, what, got, want);
 }
 
-// fp32(Σ a[i]·b[i]) from exact double products in 16 double partial sums (lane l takes the
-// indices ≡ l mod 16) joined by a halving tree (l, l+8), (l, l+4), (l, l+2), (l, l+1). Double
-// sums keep the result the correctly rounded (strict) one unless the exact sum lies within
+// fp32 of dot16_f64 (strict_dot.h: exact double products in 16 double partial sums joined by a
+// halving tree), in this file's vector clones. Double sums keep the result the correctly rounded (strict) one unless the exact sum lies within
 // about n·2^-53 of an fp32 rounding boundary: the mixes feed sigmoids, a softmax and 20
 // Sinkhorn steps whose outputs steer every later layer, so staying on the strict bits here
 // keeps fast-mode divergence where it belongs, in the big linears.
 DSV4_HC_CLONES float dot16(const float* a, const float* b, std::size_t n) {
-  double acc[16] = {};
-  std::size_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (std::size_t l = 0; l < 16; ++l) acc[l] += static_cast<double>(a[i + l]) * static_cast<double>(b[i + l]);
-  for (std::size_t l = 0; i + l < n; ++l) acc[l] += static_cast<double>(a[i + l]) * static_cast<double>(b[i + l]);
-  for (std::size_t h = 8; h > 0; h /= 2)
-    for (std::size_t l = 0; l < h; ++l) acc[l] += acc[l + h];
-  return static_cast<float>(acc[0]);
+  return static_cast<float>(dot16_f64(a, b, n));
 }
 
 // dot16(a[t], b, n) for kDotTokens rows a[t] against one b, each with dot16's partial sums,

@@ -101,18 +101,10 @@ float strict_mean(std::span<const float> x) {
 }
 
 float strict_mean_sq(std::span<const float> x) {
-  // 16 partial sums joined pairwise: decide_mean_f32's bound holds for a float64 sum in any
-  // order, so the bits are those of one running sum, and the 16 chains overlap where one running
-  // sum waited ~4 cycles per element (this loop is RMSNorm's, over every row of a prefill).
-  double p[16] = {};
-  const std::size_t n = x.size();
-  std::size_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (std::size_t l = 0; l < 16; ++l) p[l] += static_cast<double>(x[i + l]) * static_cast<double>(x[i + l]);
-  for (std::size_t l = 0; i + l < n; ++l) p[l] += static_cast<double>(x[i + l]) * static_cast<double>(x[i + l]);
-  for (std::size_t h = 8; h > 0; h /= 2)
-    for (std::size_t l = 0; l < h; ++l) p[l] += p[l + h];
-  const double s = p[0];
+  // dot16_f64's 16 partial sums: decide_mean_f32's bound holds for a float64 sum in any order, so
+  // the bits are those of one running sum, and the 16 chains overlap where one running sum
+  // waited ~4 cycles per element (this is RMSNorm's loop, over every row of a prefill).
+  const double s = dot16_f64(x.data(), x.data(), x.size());
   float out;
   // The squares are their own absolute values (NaN squares make s NaN, decided).
   if (decide_mean_f32(s, s, x.size(), &out)) return out;
