@@ -114,7 +114,8 @@ ThreadPool& pool() {
 
 // The whole fast linear: act_quant (for FP8/FP4) + kernel + bf16 rounding. f32_input: an input
 // that is not bf16-valued (the head's final-norm output), which takes f32_gemm instead of bf16_gemm.
-void BM_Linear(benchmark::State& st, WeightFormat f, std::size_t n, std::size_t k, bool f32_input = false) {
+void BM_Linear(benchmark::State& st, WeightFormat f, std::size_t n, std::size_t k, bool f32_input = false,
+               bool quantize_input = true) {
   const auto m = static_cast<std::size_t>(st.range(0));
   // Decode (m = 1) reads cold weights from memory; prefill is arithmetic-bound on one copy.
   // DSV4_BENCH_HOT=1 keeps one copy (cache-resident: the kernel's arithmetic rate alone).
@@ -130,6 +131,7 @@ void BM_Linear(benchmark::State& st, WeightFormat f, std::size_t n, std::size_t 
   opt.mode = Numerics::kFast;
   opt.pool = &pool();
   opt.f32_output = f == WeightFormat::kBF16;
+  opt.quantize_input = quantize_input;
   for (auto _ : st) {
     linear(x, m, ws[next].ref, out, opt);
     next = (next + 1) % ws.size();
@@ -182,6 +184,9 @@ BENCHMARK_CAPTURE(BM_Linear, FP8_proj_4096x5120, WeightFormat::kFP8, 4096, 5120)
 // The attention projections of a V4.1 layer (wq_b: short rows, K = 1280; wo_a: one of 8 groups).
 BENCHMARK_CAPTURE(BM_Linear, FP8_wq_b_32768x1280, WeightFormat::kFP8, 32768, 1280)->Arg(1)->Arg(512)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Linear, FP8_wo_a_group_1024x4096, WeightFormat::kFP8, 1024, 4096)->Arg(1)->UseRealTime();
+// Prefill's wo_a einsum: bf16 activations (not quantized) against the dequantized FP8 group.
+BENCHMARK_CAPTURE(BM_Linear, FP8_wo_a_group_bf16_input_1024x4096, WeightFormat::kFP8, 1024, 4096, false, false)->Arg(512)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Linear, FP8_wq_a_1280x5120, WeightFormat::kFP8, 1280, 5120)->Arg(512)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Linear, FP8_wo_b_5120x8192, WeightFormat::kFP8, 5120, 8192)->Arg(1)->Arg(512)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Linear, BF16_head_slice_8192x5120, WeightFormat::kBF16, 8192, 5120)->Arg(1)->Arg(512)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Linear, BF16_head_slice_f32_input_8192x5120, WeightFormat::kBF16, 8192, 5120, true)->Arg(1)->Arg(4)->UseRealTime();
