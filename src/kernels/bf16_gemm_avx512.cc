@@ -470,8 +470,10 @@ void decode_tiles(const Dec& dec, const Bf16Acts& a, const std::uint16_t* const*
                   std::size_t j0, std::size_t j1, float* out, std::size_t ldo) {
   const std::size_t nb = a.k32 / kBlock, m = a.m;
   const std::size_t row_bytes = Dec::kBytesPerBlock * nb, ahead = prefetch_distance(NR * row_bytes);
-  std::int32_t* deltas = scratch_deltas(NR * nb);
+  // One FP4 activation row on a VBMI CPU takes the scaled-table tile, which needs no deltas.
+  constexpr bool kTablesShape = std::is_same_v<Dec, Fp4Decoder> && NR == kNrWide;
   const Fp4SpreadVbmi* spread = std::is_same_v<Dec, Fp4Decoder> ? fp4_vbmi_spread() : nullptr;
+  std::int32_t* deltas = kTablesShape && spread != nullptr ? nullptr : scratch_deltas(NR * nb);
   float res[kMr][kNrWide];
   for (std::size_t j = j0; j < j1; j += NR) {
     const std::size_t nr = std::min<std::size_t>(NR, j1 - j);
@@ -498,8 +500,10 @@ void decode_tiles(const Dec& dec, const Bf16Acts& a, const std::uint16_t* const*
         fast_weight_row(w, j + r, row, a.k32);
         for (std::size_t i = 0; i < m; ++i) res[i][r] = lane16_dot_scalar(arows[i], row, a.k32);
       }
-    } else if (std::is_same_v<Dec, Fp4Decoder> && NR == kNrWide && spread != nullptr) {
-      fused_fp4_vbmi_tables<NR>(fp4_scaled_tables(), *spread, arows[0], wr, sr, nb, reinterpret_cast<std::uintptr_t>(wr[0]) + ahead, res[0]);
+    } else if (deltas == nullptr) {
+      if constexpr (kTablesShape)
+        fused_fp4_vbmi_tables<NR>(fp4_scaled_tables(), *spread, arows[0], wr, sr, nb,
+                                  reinterpret_cast<std::uintptr_t>(wr[0]) + ahead, res[0]);
     } else {
       const std::int32_t* dr[NR];
       for (std::size_t r = 0; r < NR; ++r) {

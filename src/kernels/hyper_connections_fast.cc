@@ -153,14 +153,14 @@ void hc_mixes_fast(std::span<const float> x, std::span<const float> fn, std::spa
       const std::size_t ng = std::min<std::size_t>(kDotTokens, t1 - g);
       const float* xg[kDotTokens];
       for (std::size_t u = 0; u < kDotTokens; ++u) xg[u] = x.data() + (g + std::min(u, ng - 1)) * width;
-      float dots[kDotTokens];
-      for (std::size_t i = 0; i < nm; ++i) {
-        if (ng == 1) {  // (decode: one token, no copies to compute)
-          mixes[i] = dot16(xg[0], fn.data() + i * width, width);
-          continue;
+      if (ng == 1) {  // (decode: one token, no copies to compute)
+        for (std::size_t i = 0; i < nm; ++i) mixes[i] = dot16(xg[0], fn.data() + i * width, width);
+      } else {
+        float dots[kDotTokens];
+        for (std::size_t i = 0; i < nm; ++i) {
+          dot16_tokens(xg, fn.data() + i * width, width, dots);
+          for (std::size_t u = 0; u < kDotTokens; ++u) mixes[u * nm + i] = dots[u];
         }
-        dot16_tokens(xg, fn.data() + i * width, width, dots);
-        for (std::size_t u = 0; u < kDotTokens; ++u) mixes[u * nm + i] = dots[u];
       }
       for (std::size_t u = 0; u < ng; ++u) {
         const std::size_t t = g + u;
