@@ -473,7 +473,8 @@ void decode_tiles(const Dec& dec, const Bf16Acts& a, const std::uint16_t* const*
   // One FP4 activation row on a VBMI CPU takes the scaled-table tile, which needs no deltas.
   constexpr bool kTablesShape = std::is_same_v<Dec, Fp4Decoder> && NR == kNrWide;
   const Fp4SpreadVbmi* spread = std::is_same_v<Dec, Fp4Decoder> ? fp4_vbmi_spread() : nullptr;
-  std::int32_t* deltas = kTablesShape && spread != nullptr ? nullptr : scratch_deltas(NR * nb);
+  const bool tables = kTablesShape && spread != nullptr;
+  std::int32_t* deltas = tables ? nullptr : scratch_deltas(NR * nb);
   float res[kMr][kNrWide];
   for (std::size_t j = j0; j < j1; j += NR) {
     const std::size_t nr = std::min<std::size_t>(NR, j1 - j);
@@ -500,8 +501,8 @@ void decode_tiles(const Dec& dec, const Bf16Acts& a, const std::uint16_t* const*
         fast_weight_row(w, j + r, row, a.k32);
         for (std::size_t i = 0; i < m; ++i) res[i][r] = lane16_dot_scalar(arows[i], row, a.k32);
       }
-    } else if (deltas == nullptr) {
-      if constexpr (kTablesShape)
+    } else if (tables) {
+      if constexpr (kTablesShape)  // (tables implies it; this keeps the tile out of other shapes)
         fused_fp4_vbmi_tables<NR>(fp4_scaled_tables(), *spread, arows[0], wr, sr, nb,
                                   reinterpret_cast<std::uintptr_t>(wr[0]) + ahead, res[0]);
     } else {

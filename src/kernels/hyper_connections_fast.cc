@@ -34,10 +34,10 @@ void check(const char* fn, const char* what, std::size_t got, std::size_t want) 
 }
 
 // fp32 of dot16_f64 (strict_dot.h: exact double products in 16 double partial sums joined by a
-// halving tree), in this file's vector clones. Double sums keep the result the correctly rounded (strict) one unless the exact sum lies within
-// about n·2^-53 of an fp32 rounding boundary: the mixes feed sigmoids, a softmax and 20
-// Sinkhorn steps whose outputs steer every later layer, so staying on the strict bits here
-// keeps fast-mode divergence where it belongs, in the big linears.
+// halving tree), in this file's vector clones. Double sums keep the result the correctly rounded
+// (strict) one unless the exact sum lies within about n·2^-53 of an fp32 rounding boundary: the
+// mixes feed sigmoids, a softmax and 20 Sinkhorn steps whose outputs steer every later layer, so
+// staying on the strict bits here keeps fast-mode divergence where it belongs, in the big linears.
 DSV4_HC_CLONES float dot16(const float* a, const float* b, std::size_t n) {
   return static_cast<float>(dot16_f64(a, b, n));
 }
@@ -57,12 +57,7 @@ DSV4_HC_CLONES void dot16_tokens(const float* const* a, const float* b, std::siz
     for (int t = 0; t < kDotTokens; ++t)
       for (std::size_t l = 0; l < 16; ++l) acc[t][l] += static_cast<double>(a[t][i + l]) * bl[l];
   }
-  for (int t = 0; t < kDotTokens; ++t) {
-    for (std::size_t l = 0; i + l < n; ++l) acc[t][l] += static_cast<double>(a[t][i + l]) * static_cast<double>(b[i + l]);
-    for (std::size_t h = 8; h > 0; h /= 2)
-      for (std::size_t l = 0; l < h; ++l) acc[t][l] += acc[t][l + h];
-    out[t] = static_cast<float>(acc[t][0]);
-  }
+  for (int t = 0; t < kDotTokens; ++t) out[t] = static_cast<float>(dot16_finish(acc[t], a[t], b, i, n));
 }
 
 // acc[d] += c · x[d] in double, d < n.

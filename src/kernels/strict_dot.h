@@ -23,15 +23,21 @@ namespace dsv4::kernels {
 // partial sums — lane l takes the indices ≡ l (mod 16), ascending — joined by the halving tree
 // (l, l+8), (l, l+4), (l, l+2), (l, l+1). Inline so that callers built for wider vectors
 // (function clones) vectorise it; the order is fixed, so every build gives the same bits.
+// dot16_f64's last steps, for callers that run its 16 partial sums `acc` over the whole 16-element
+// steps of a and b themselves (n − i < 16 elements left from i): the tail, then the tree.
+inline double dot16_finish(double* acc, const float* a, const float* b, std::size_t i, std::size_t n) {
+  for (std::size_t l = 0; i + l < n; ++l) acc[l] += static_cast<double>(a[i + l]) * static_cast<double>(b[i + l]);
+  for (std::size_t h = 8; h > 0; h /= 2)
+    for (std::size_t l = 0; l < h; ++l) acc[l] += acc[l + h];
+  return acc[0];
+}
+
 inline double dot16_f64(const float* a, const float* b, std::size_t n) {
   double acc[16] = {};
   std::size_t i = 0;
   for (; i + 16 <= n; i += 16)
     for (std::size_t l = 0; l < 16; ++l) acc[l] += static_cast<double>(a[i + l]) * static_cast<double>(b[i + l]);
-  for (std::size_t l = 0; i + l < n; ++l) acc[l] += static_cast<double>(a[i + l]) * static_cast<double>(b[i + l]);
-  for (std::size_t h = 8; h > 0; h /= 2)
-    for (std::size_t l = 0; l < h; ++l) acc[l] += acc[l + h];
-  return acc[0];
+  return dot16_finish(acc, a, b, i, n);
 }
 
 enum class Numerics { kStrict, kFast };
