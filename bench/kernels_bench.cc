@@ -115,11 +115,12 @@ ThreadPool& pool() {
 // The whole fast linear: act_quant (for FP8/FP4) + kernel + bf16 rounding. f32_input: an input
 // that is not bf16-valued (the head's final-norm output), which takes f32_gemm instead of bf16_gemm.
 void BM_Linear(benchmark::State& st, WeightFormat f, std::size_t n, std::size_t k, bool f32_input = false,
-               bool quantize_input = true) {
+               bool quantize_input = true, bool resident = false) {
   const auto m = static_cast<std::size_t>(st.range(0));
   // Decode (m = 1) reads cold weights from memory; prefill is arithmetic-bound on one copy.
-  // DSV4_BENCH_HOT=1 keeps one copy (cache-resident: the kernel's arithmetic rate alone).
-  const bool hot = std::getenv("DSV4_BENCH_HOT") != nullptr;
+  // DSV4_BENCH_HOT=1 keeps one copy (cache-resident: the kernel's arithmetic rate alone);
+  // `resident` shapes always do (they are sized to stay in a core's L2).
+  const bool hot = resident || std::getenv("DSV4_BENCH_HOT") != nullptr;
   const std::vector<Weight> ws = m == 1 && !hot ? cold_copies(make(f, n, k)) : copies(make(f, n, k), 1);
   const Weight& w = ws[0];
   std::size_t next = 0;
@@ -190,6 +191,12 @@ BENCHMARK_CAPTURE(BM_Linear, FP8_wq_a_1280x5120, WeightFormat::kFP8, 1280, 5120)
 BENCHMARK_CAPTURE(BM_Linear, FP8_wo_b_5120x8192, WeightFormat::kFP8, 5120, 8192)->Arg(1)->Arg(512)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Linear, BF16_head_slice_8192x5120, WeightFormat::kBF16, 8192, 5120)->Arg(1)->Arg(512)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Linear, BF16_head_slice_f32_input_8192x5120, WeightFormat::kBF16, 8192, 5120, true)->Arg(1)->Arg(4)->UseRealTime();
+// The mat-vecs' arithmetic rate alone: ~640 KB of weights per thread, which stay in a core's L2
+// (the shapes above, even "hot", stream from L3, whose per-core rate is well below DRAM's on some
+// server parts). bytes_per_second above the read bandwidth is the margin the cold kernel has.
+BENCHMARK_CAPTURE(BM_Linear, FP4_l2_resident_512x5120, WeightFormat::kFP4, 512, 5120, false, true, true)->Arg(1)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Linear, FP8_l2_resident_256x5120, WeightFormat::kFP8, 256, 5120, false, true, true)->Arg(1)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Linear, BF16_l2_resident_128x5120, WeightFormat::kBF16, 128, 5120, false, true, true)->Arg(1)->UseRealTime();
 
 }  // namespace
 

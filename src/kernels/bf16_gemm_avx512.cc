@@ -40,7 +40,7 @@ constexpr int kNr = 4;              // weight rows per register tile
 // one chain of dependent VDPBF16PS (its definition), so only the tile's rows run in parallel, and
 // 4 chains left one core at ~32 GB/s of FP4 weights — bound by the instruction's latency, not by
 // the decoding (removing any one decode step changed nothing). 8 chains double that bound.
-constexpr int kNrWide = 8;
+constexpr int kNrWide = 8;  // (fp4_fma_tile8 is this width)
 
 // The tiles' loops over rows and blocks have constant trip counts and must be unrolled: GCC left
 // the 8-row loop of the one-row FP4 tile rolled, with the accumulators in memory, so every
@@ -457,6 +457,12 @@ ActRange act_range(const Bf16Acts& a) {
   return r;
 }
 
+std::uint32_t* scratch_fma_acts(std::size_t n) {
+  thread_local std::vector<std::uint32_t> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
 std::uint16_t* scratch_scaled_acts(std::size_t n) {
   thread_local std::vector<std::uint16_t> buf;
   if (buf.size() < n) buf.resize(n);
@@ -470,13 +476,24 @@ void decode_tiles(const Dec& dec, const Bf16Acts& a, const std::uint16_t* const*
                   std::size_t j0, std::size_t j1, float* out, std::size_t ldo) {
   const std::size_t nb = a.k32 / kBlock, m = a.m;
   const std::size_t row_bytes = Dec::kBytesPerBlock * nb, ahead = prefetch_distance(NR * row_bytes);
-  // One FP4 activation row on a VBMI CPU takes the scaled-table tile, which needs no deltas.
+  // One FP4 activation row takes a scaled-table tile, which needs no deltas: the FMA one where
+  // VDPBF16PS is slow (bf16_gemm_avx512_fp4_fma.cc), else the VBMI one on a VBMI CPU. The FMA tile
+  // walks its rows by stride, so it never takes a short tile: the last tile of the range moves
+  // back to end at j1 (its first rows are computed twice, with the same bits), and a range of
+  // fewer than NR rows takes the other tiles.
   constexpr bool kTablesShape = std::is_same_v<Dec, Fp4Decoder> && NR == kNrWide;
   const Fp4SpreadVbmi* spread = std::is_same_v<Dec, Fp4Decoder> ? fp4_vbmi_spread() : nullptr;
-  const bool tables = kTablesShape && spread != nullptr;
-  std::int32_t* deltas = tables ? nullptr : scratch_deltas(NR * nb);
+  const bool fma = kTablesShape && j1 - j0 >= NR && fp4_fma_tile_enabled();
+  const bool tables = kTablesShape && spread != nullptr && !fma;
+  std::int32_t* deltas = tables || fma ? nullptr : scratch_deltas(NR * nb);
+  std::uint32_t* ax = nullptr;
+  if (fma) {
+    ax = scratch_fma_acts(nb * 16);
+    fp4_fma_acts(arows[0], nb, ax);
+  }
   float res[kMr][kNrWide];
-  for (std::size_t j = j0; j < j1; j += NR) {
+  for (std::size_t jn = j0; jn < j1; jn += NR) {
+    const std::size_t j = fma ? std::min(jn, j1 - NR) : jn;
     const std::size_t nr = std::min<std::size_t>(NR, j1 - j);
     // The next tile's scale bytes (a stream of their own beside the codes, which the tile
     // prefetches itself): without this their load stalled each tile's start, ~6 % of a decode step.
@@ -501,6 +518,9 @@ void decode_tiles(const Dec& dec, const Bf16Acts& a, const std::uint16_t* const*
         fast_weight_row(w, j + r, row, a.k32);
         for (std::size_t i = 0; i < m; ++i) res[i][r] = lane16_dot_scalar(arows[i], row, a.k32);
       }
+    } else if (fma) {
+      fp4_fma_tile8(ax, wr[0], w.cols / 2, sr[0], w.scale_cols(), nb, reinterpret_cast<std::uintptr_t>(wr[0]) + ahead,
+                    res[0]);
     } else if (tables) {
       if constexpr (kTablesShape)  // (tables implies it; this keeps the tile out of other shapes)
         fused_fp4_vbmi_tables<NR>(fp4_scaled_tables(), *spread, arows[0], wr, sr, nb,

@@ -66,6 +66,17 @@ void lane_panel_group_avx512(const std::uint16_t* const* rows, std::size_t n, st
 void lane_panel_gemm_avx512(const Bf16Acts& a, const std::uint32_t* lanes, const std::uint32_t* wl, std::size_t np,
                             std::size_t col0, float* out, std::size_t ldo);
 
+// The one-row FP4 tile on fp32 FMAs (bf16_gemm_avx512_fp4_fma.cc), for CPUs whose VDPBF16PS is
+// slow: whether it runs instead of the bf16 tile (DSV4_FP4_TILE=fma|bf16dot overrides the choice
+// by CPU vendor, so that tests cover both anywhere); the activation row in its lane order (16
+// bf16 pairs per block); and the tile itself: res[r] = the definition's dot product of that row with the 8
+// weight rows at w + r·w_stride (their E8M0 bytes at scales + r·s_stride, all in the exact
+// range), `next` the address prefetched ahead as the bf16 tiles do.
+bool fp4_fma_tile_enabled();
+void fp4_fma_acts(const std::uint16_t* a, std::size_t nb, std::uint32_t* dst);
+void fp4_fma_tile8(const std::uint32_t* ax, const std::uint8_t* w, std::size_t w_stride, const std::uint8_t* scales,
+                   std::size_t s_stride, std::size_t nb, std::uintptr_t next, float* res);
+
 // A per-thread scratch buffer of at least n uint16 (grows, never shrinks: no allocation once the
 // largest shape has been seen — the steady-state decode loop allocates nothing here).
 std::uint16_t* scratch_u16(std::size_t n);

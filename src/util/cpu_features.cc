@@ -15,6 +15,7 @@ const CpuFeatures& cpu_features() {
     c.avx512_bf16 = __builtin_cpu_supports("avx512bf16");
     c.avx512_vnni = __builtin_cpu_supports("avx512vnni");
     c.avx512_vbmi = __builtin_cpu_supports("avx512vbmi");
+    c.vendor_intel = __builtin_cpu_is("intel");
 #endif
     return c;
   }();

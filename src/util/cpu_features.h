@@ -8,6 +8,9 @@ struct CpuFeatures {
   bool avx2 = false, fma = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512_bf16 = false, avx512_vnni = false;
   bool avx512_vbmi = false;  // byte permutes (vpermt2b): the FP4 decoder's one-shuffle nibble spread
+  // GenuineIntel: its AVX512_BF16 parts run VDPBF16PS at a quarter of their FMA rate (per
+  // instruction), so some kernels take an FMA form there (same bits).
+  bool vendor_intel = false;
 };
 
 const CpuFeatures& cpu_features();

@@ -322,7 +322,7 @@ TEST(Bf16Gemm, Fp8ScaleMovedOntoActivationsOnlyWhereExact) {
 // so that the band's products and sums stay normal fp32 numbers.
 TEST(Bf16Gemm, Fp4DecodeTileCoversEveryScale) {
   Rng r(12);
-  const std::size_t n = 19, k = 224;  // nb = 7: one four-block step and a tail; a short last tile
+  const std::size_t n = 19, k = 224;  // nb = 7: a four-block step and a tail; a short last tile (the FMA tile moves it back)
   const std::size_t nb = k / 32;
   for (int s0 = 0; s0 <= 255; s0 += 16) {
     TestWeight t = make_weight(WeightFormat::kFP4, n, k, r, false);
