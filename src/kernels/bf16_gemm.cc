@@ -276,6 +276,8 @@ void bf16_gemm_rows(Isa isa, const Bf16Acts& a, const WeightRef& w, std::size_t 
   }
 }
 
+bool fma_form() { return best_isa() == Isa::kAvx512Bf16 && bf16_detail::fma_for_bf16_dot(); }
+
 void bf16_gemm(Bf16Acts& a, const WeightRef& w, float* out, ThreadPool* pool, Isa isa) {
   // Panels of 16 rows (whole 4-row tiles, and FP8 scale groups stay within one thread's range).
   constexpr std::size_t kPanel = 16;
@@ -285,8 +287,12 @@ void bf16_gemm(Bf16Acts& a, const WeightRef& w, float* out, ThreadPool* pool, Is
   if (isa == Isa::kAvx512Bf16 && isa_supported(isa) && a.m >= kLaneMajorMinRows && !a.lanes_ready &&
       a.k == w.cols) {
     a.lanes.resize(a.m * bf16_detail::lane_row_dwords(a.k32));
+    const bool split = bf16_detail::fma_for_bf16_dot();
+    const std::size_t row = bf16_detail::lane_row_dwords(a.k32);
+    a.lanes_split.resize(split ? 2 * a.lanes.size() : 0);
     parallel_for(pool, a.m, [&](std::size_t i0, std::size_t i1) {
       bf16_detail::lane_major_acts_avx512(a, i0, i1, a.lanes.data());
+      if (split) bf16_detail::lane_split_f32(a.lanes.data(), a.lanes.size(), i0 * row, i1 * row, a.lanes_split.data());
     });
     a.lanes_ready = true;
   }

@@ -61,6 +61,8 @@ struct Bf16Acts {
   // bf16_gemm call rather than once per thread; valid only while lanes_ready (whatever writes
   // `bits` clears it).
   std::vector<std::uint32_t> lanes;
+  // … and split into fp32 halves for the kernel's FMA form (empty when it takes VDPBF16PS).
+  std::vector<float> lanes_split;
   bool lanes_ready = false;
   const std::uint16_t* row(std::size_t i) const { return bits.data() + i * k32; }
 };
@@ -84,6 +86,11 @@ void bf16_gemm_rows(Isa isa, const Bf16Acts& a, const WeightRef& w, std::size_t 
 // prefill kernel's layout of the same activations) for this and later calls on the same rows.
 void bf16_gemm(Bf16Acts& a, const WeightRef& w, float* out, ThreadPool* pool,
                Isa isa = best_isa());
+
+// Whether the AVX-512 BF16 kernels accumulate with fp32 FMAs instead of VDPBF16PS on this CPU —
+// the same bits (bf16_gemm_isa.h, fma_for_bf16_dot); on Intel, whose VDPBF16PS does in two cycles
+// what two FMAs do in one. The arithmetic peak that bounds them is then the fp32 FMA one.
+bool fma_form();
 
 // One weight row dequantized to bf16 as the fast kernels see it (k32 codes, zero padded).
 void fast_weight_row(const WeightRef& w, std::size_t j, std::uint16_t* dst, std::size_t k32);

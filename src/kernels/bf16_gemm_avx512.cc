@@ -483,7 +483,7 @@ void decode_tiles(const Dec& dec, const Bf16Acts& a, const std::uint16_t* const*
   // fewer than NR rows takes the other tiles.
   constexpr bool kTablesShape = std::is_same_v<Dec, Fp4Decoder> && NR == kNrWide;
   const Fp4SpreadVbmi* spread = std::is_same_v<Dec, Fp4Decoder> ? fp4_vbmi_spread() : nullptr;
-  const bool fma = kTablesShape && j1 - j0 >= NR && fp4_fma_tile_enabled();
+  const bool fma = kTablesShape && j1 - j0 >= NR && fma_for_bf16_dot();
   const bool tables = kTablesShape && spread != nullptr && !fma;
   std::int32_t* deltas = tables || fma ? nullptr : scratch_deltas(NR * nb);
   std::uint32_t* ax = nullptr;
@@ -628,14 +628,25 @@ void micro(const std::uint16_t* const* a, const std::uint16_t* const* w, std::si
     for (int r = 0; r < kNr; ++r) res[i][r] = reduce16(acc[i][r]);
 }
 
-// Activations lane-major for the prefill kernel: bf16_gemm's copy when it made one, else this
-// thread's own (direct callers of bf16_gemm_rows).
-const std::uint32_t* acts_lanes(const Bf16Acts& a) {
-  if (a.lanes_ready && a.lanes.size() == a.m * lane_row_dwords(a.k32)) return a.lanes.data();
+// Activations lane-major for the prefill kernel, as pairs and, for its FMA form, split: bf16_gemm's
+// copies when it made them, else this thread's own (direct callers of bf16_gemm_rows).
+struct LaneActs {
+  const std::uint32_t* pairs;
+  const float* split;  // null: the VDPBF16PS form
+};
+LaneActs acts_lanes(const Bf16Acts& a) {
+  const std::size_t n = a.m * lane_row_dwords(a.k32);
+  const bool fma = fma_for_bf16_dot();
+  if (a.lanes_ready && a.lanes.size() == n && (!fma || a.lanes_split.size() == 2 * n))
+    return {a.lanes.data(), fma ? a.lanes_split.data() : nullptr};
   thread_local std::vector<std::uint32_t> own;
-  if (own.size() < a.m * lane_row_dwords(a.k32)) own.resize(a.m * lane_row_dwords(a.k32));
+  thread_local std::vector<float> own_split;
+  if (own.size() < n) own.resize(n);
   lane_major_acts_avx512(a, 0, a.m, own.data());
-  return own.data();
+  if (!fma) return {own.data(), nullptr};
+  if (own_split.size() < 2 * n) own_split.resize(2 * n);
+  lane_split_f32(own.data(), n, 0, n, own_split.data());
+  return {own.data(), own_split.data()};
 }
 
 // The definition's dot products of every activation row with the panel's rows that are
@@ -664,7 +675,7 @@ void run_quantized(const Dec& dec, const Bf16Acts& a, const WeightRef& w, std::s
   }
   // Prefill shape: panels of 64 weight rows, dequantized 16 rows at a time straight into the
   // lane-major layout of the broadcast kernel (bf16_gemm_avx512_lanes.cc).
-  const std::uint32_t* lanes = acts_lanes(a);
+  const LaneActs lanes = acts_lanes(a);
   std::int32_t* deltas = scratch_deltas(16 * nb);
   std::uint32_t* wl = lane_panel_buffer(nb);
   constexpr std::size_t kPrefetchEvery = 64 / Dec::kBytesPerBlock, kPrefetchAhead = 8 * kPrefetchEvery;
@@ -691,7 +702,7 @@ void run_quantized(const Dec& dec, const Bf16Acts& a, const WeightRef& w, std::s
         store_lane_block(v, wl, plane, b, groups, g);
       }
     }
-    lane_panel_gemm_avx512(a, lanes, wl, np, p, out, ldo);
+    lane_panel_gemm_avx512(a, lanes.pairs, lanes.split, wl, np, p, out, ldo);
     slow_rows(a, w, p, slow, np, out, ldo);
   }
 }
@@ -702,7 +713,7 @@ void run_bf16(const Bf16Acts& a, const WeightRef& w, std::size_t j0, std::size_t
   const bool in_place = w.cols == a.k32;
   const auto* base = static_cast<const std::uint16_t*>(w.data);
   if (m >= kLaneMajorMinRows) {  // prefill shape: 64-row lane-major panels, as run_quantized
-    const std::uint32_t* lanes = acts_lanes(a);
+    const LaneActs lanes = acts_lanes(a);
     std::uint16_t* tmp = in_place ? nullptr : scratch_u16(16 * a.k32);
     std::uint32_t* wl = lane_panel_buffer(nb);
     for (std::size_t p = j0; p < j1; p += kMaxPanel) {
@@ -721,7 +732,7 @@ void run_bf16(const Bf16Acts& a, const WeightRef& w, std::size_t j0, std::size_t
         }
         lane_panel_group_avx512(rows16, n, nb, groups, g, wl);
       }
-      lane_panel_gemm_avx512(a, lanes, wl, np, p, out, ldo);
+      lane_panel_gemm_avx512(a, lanes.pairs, lanes.split, wl, np, p, out, ldo);
     }
     return;
   }

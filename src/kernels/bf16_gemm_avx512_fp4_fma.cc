@@ -7,7 +7,7 @@
 // cold on 2 threads at 0.57–0.70 of the read bandwidth against 0.41–0.54. Its floor there is six
 // vector instructions per block on two ports (two shifts, two vpermps, two FMAs). On AMD Zen
 // (two VDPBF16PS per cycle) the bf16 tile stays the faster one, so which runs is chosen per CPU
-// vendor (fp4_fma_tile_enabled).
+// vendor (fma_for_bf16_dot).
 //
 // Same bits as the definition (bf16_gemm.h): lane l of a block adds a[2l+1]·w[2l+1], then
 // a[2l]·w[2l], each add rounded once — an FMA with an exact product (both operands have ≤ 8
@@ -82,11 +82,11 @@ inline float reduce16(__m512 v) {
 
 }  // namespace
 
-bool fp4_fma_tile_enabled() {
+bool fma_for_bf16_dot() {
   static const bool on = [] {
-    if (const char* e = std::getenv("DSV4_FP4_TILE")) {
+    if (const char* e = std::getenv("DSV4_BF16_DOT")) {
       if (std::strcmp(e, "fma") == 0) return true;
-      if (std::strcmp(e, "bf16dot") == 0) return false;
+      if (std::strcmp(e, "vdpbf16ps") == 0) return false;
     }
     return cpu_features().vendor_intel;
   }();
@@ -163,7 +163,7 @@ void fp4_fma_tile8(const std::uint32_t* ax, const std::uint8_t* w, std::size_t w
 
 #else  // not compiled for this target: never dispatched to (isa_supported is false)
 namespace dsv4::kernels::bf16_detail {
-bool fp4_fma_tile_enabled() { return false; }
+bool fma_for_bf16_dot() { return false; }
 void fp4_fma_acts(const std::uint16_t*, std::size_t, std::uint32_t*) {}
 void fp4_fma_tile8(const std::uint32_t*, const std::uint8_t*, std::size_t, const std::uint8_t*, std::size_t,
                    std::size_t, std::uintptr_t, float*) {}

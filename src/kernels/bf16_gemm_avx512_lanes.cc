@@ -38,6 +38,7 @@
 #include "kernels/transpose16_avx512.h"
 
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -60,9 +61,30 @@ float* scratch_stack(std::size_t n) {
   return buf.data();
 }
 
+// Step n of the tree for a tile's partial sums `acc` (lane bitreverse(n) of every output): merged
+// into the pending levels (`stack`: 4 levels of MR × G registers); the last step stores the outputs
+// (columns of group g below `cols[g]`).
+template <int MR, int G>
+void merge_tile(__m512 (&acc)[MR][G], int n, float* stack, float* const* out, const __mmask16* cols) {
+  constexpr std::size_t kLevel = static_cast<std::size_t>(MR) * G * 16;
+  int k = 0;
+  for (; (n >> k) & 1; ++k) {  // the pending sum of this level is the left operand (lower lanes)
+    const float* s = stack + k * kLevel;
+    for (int i = 0; i < MR; ++i)
+      for (int g = 0; g < G; ++g) acc[i][g] = _mm512_add_ps(_mm512_loadu_ps(s + (i * G + g) * 16), acc[i][g]);
+  }
+  if (k == 4) {
+    for (int i = 0; i < MR; ++i)
+      for (int g = 0; g < G; ++g) _mm512_mask_storeu_ps(out[i] + g * 16, cols[g], acc[i][g]);
+    return;
+  }
+  float* s = stack + k * kLevel;
+  for (int i = 0; i < MR; ++i)
+    for (int g = 0; g < G; ++g) _mm512_storeu_ps(s + (i * G + g) * 16, acc[i][g]);
+}
+
 // Partial sum l of an MR × 16G tile: a[i] points at plane l of activation row i, w at plane l of
-// the panel. Merged into the tile's pending levels (`stack`: 4 levels of MR × G registers) as
-// step n of the tree; the last step stores the outputs (columns of group g below `cols[g]`).
+// the panel; merged as step n of the tree (merge_tile).
 template <int MR, int G>
 void lane_tile(const std::uint32_t* const* a, const std::uint32_t* w, std::size_t nb, int n, float* stack,
                float* const* out, const __mmask16* cols) {
@@ -80,21 +102,42 @@ void lane_tile(const std::uint32_t* const* a, const std::uint32_t* w, std::size_
       for (int g = 0; g < G; ++g) acc[i][g] = _mm512_dpbf16_ps(acc[i][g], (__m512bh)x, (__m512bh)wv[g]);
     }
   }
-  constexpr std::size_t kLevel = static_cast<std::size_t>(MR) * G * 16;
-  int k = 0;
-  for (; (n >> k) & 1; ++k) {  // the pending sum of this level is the left operand (lower lanes)
-    const float* s = stack + k * kLevel;
-    for (int i = 0; i < MR; ++i)
-      for (int g = 0; g < G; ++g) acc[i][g] = _mm512_add_ps(_mm512_loadu_ps(s + (i * G + g) * 16), acc[i][g]);
-  }
-  if (k == 4) {
-    for (int i = 0; i < MR; ++i)
-      for (int g = 0; g < G; ++g) _mm512_mask_storeu_ps(out[i] + g * 16, cols[g], acc[i][g]);
-    return;
-  }
-  float* s = stack + k * kLevel;
+  merge_tile<MR, G>(acc, n, stack, out, cols);
+}
+
+// The same with fp32 FMAs (the FMA form, fma_for_bf16_dot): per block, acc + a[2l+1]·w[2l+1], then
+// + a[2l]·w[2l], each rounded once — an FMA with an exact product is VDPBF16PS's step — under
+// MXCSR's FTZ and DAZ, VDPBF16PS's flushing (bf16_gemm_avx512_fp4_fma.cc), which end before the
+// tree's plain adds. The activation halves come split beforehand (lane_split_f32) and are read as
+// broadcast operands of the FMAs; the weight pairs are split in registers, once per 16 rows and
+// block for all MR activation rows. ao[i] / ae[i]: plane l of row i's odd / even halves.
+// A tile here is at most 6 × 32 (G ≤ 2), half of the VDPBF16PS tile: 12 accumulators, the 12
+// broadcast halves and two groups' split weights fill the 32 registers (6 × 64 spilled), and the
+// two splits per group are then 4 instructions per 24 FMAs. `gstride`: the panel's groups (its
+// blocks' stride in 16-dword units), of which the tile takes G from w on.
+template <int MR, int G>
+void lane_tile_fma(const float* const* ao, const float* const* ae, const std::uint32_t* w, int gstride, std::size_t nb,
+                   int n, float* stack, float* const* out, const __mmask16* cols) {
+  __m512 acc[MR][G];
   for (int i = 0; i < MR; ++i)
-    for (int g = 0; g < G; ++g) _mm512_storeu_ps(s + (i * G + g) * 16, acc[i][g]);
+    for (int g = 0; g < G; ++g) acc[i][g] = _mm512_setzero_ps();
+  const __m512i hi = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+  const unsigned csr = _mm_getcsr();
+  _mm_setcsr(csr | 0x8040u);
+  for (std::size_t b = 0; b < nb; ++b) {
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+      const __m512i wv = _mm512_loadu_si512(w + (b * static_cast<std::size_t>(gstride) + g) * 16);
+      const __m512 wo = _mm512_castsi512_ps(_mm512_and_si512(wv, hi)), we = _mm512_castsi512_ps(_mm512_slli_epi32(wv, 16));
+#pragma GCC unroll 6
+      for (int i = 0; i < MR; ++i) {
+        acc[i][g] = _mm512_fmadd_ps(_mm512_set1_ps(ao[i][b]), wo, acc[i][g]);
+        acc[i][g] = _mm512_fmadd_ps(_mm512_set1_ps(ae[i][b]), we, acc[i][g]);
+      }
+    }
+  }
+  _mm_setcsr(csr);
+  merge_tile<MR, G>(acc, n, stack, out, cols);
 }
 
 template <class F>
@@ -151,8 +194,23 @@ void lane_panel_group_avx512(const std::uint16_t* const* rows, std::size_t n, st
   }
 }
 
-void lane_panel_gemm_avx512(const Bf16Acts& a, const std::uint32_t* lanes, const std::uint32_t* wl, std::size_t np,
-                            std::size_t col0, float* out, std::size_t ldo) {
+void lane_split_f32(const std::uint32_t* lanes, std::size_t n, std::size_t q0, std::size_t q1, float* out) {
+  const __m512i hi = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+  std::size_t q = q0;
+  for (; q + 16 <= q1; q += 16) {
+    const __m512i v = _mm512_loadu_si512(lanes + q);
+    _mm512_storeu_si512(out + q, _mm512_and_si512(v, hi));
+    _mm512_storeu_si512(out + n + q, _mm512_slli_epi32(v, 16));
+  }
+  for (; q < q1; ++q) {
+    const std::uint32_t odd = lanes[q] & 0xFFFF0000u, even = lanes[q] << 16;
+    std::memcpy(out + q, &odd, 4);
+    std::memcpy(out + n + q, &even, 4);
+  }
+}
+
+void lane_panel_gemm_avx512(const Bf16Acts& a, const std::uint32_t* lanes, const float* split,
+                            const std::uint32_t* wl, std::size_t np, std::size_t col0, float* out, std::size_t ldo) {
   const std::size_t nb = a.k32 / kBlock, m = a.m;
   const int groups = static_cast<int>((np + 15) / 16);
   __mmask16 cols[kMaxG];
@@ -171,14 +229,27 @@ void lane_panel_gemm_avx512(const Bf16Acts& a, const std::uint32_t* lanes, const
       for (std::size_t i0 = g0, t = 0; i0 < g1; i0 += kMr, ++t) {
         const int mr = static_cast<int>(std::min<std::size_t>(kMr, g1 - i0));
         const std::uint32_t* ap[kMr];
+        const float* ao[kMr];
+        const float* ae[kMr];
         float* op[kMr];
         for (int i = 0; i < mr; ++i) {
-          ap[i] = lanes + (i0 + i) * row + l * nb;
+          const std::size_t q = (i0 + i) * row + l * nb;
+          ap[i] = lanes + q;
+          if (split != nullptr) ao[i] = split + q, ae[i] = split + m * row + q;
           op[i] = out + (i0 + i) * ldo + col0;
         }
-        dispatch(mr, groups, [&](auto MR, auto G) {
-          lane_tile<MR(), G()>(ap, wp, nb, n, stack + t * kTileStack, op, cols);
-        });
+        if (split == nullptr) {
+          dispatch(mr, groups, [&](auto MR, auto G) { lane_tile<MR(), G()>(ap, wp, nb, n, stack + t * kTileStack, op, cols); });
+          continue;
+        }
+        for (int h = 0; 2 * h < groups; ++h) {  // the FMA form: 6 × 32 tiles (lane_tile_fma)
+          float* oh[kMr];
+          for (int i = 0; i < mr; ++i) oh[i] = op[i] + 32 * h;
+          float* sh = stack + t * kTileStack + static_cast<std::size_t>(h) * (kTileStack / 2);
+          dispatch(mr, std::min(2, groups - 2 * h), [&](auto MR, auto G) {
+            if constexpr (G() <= 2) lane_tile_fma<MR(), G()>(ao, ae, wp + 32 * h, groups, nb, n, sh, oh, cols + 2 * h);
+          });
+        }
       }
     }
   }
@@ -196,8 +267,11 @@ std::uint32_t* lane_panel_buffer(std::size_t) { fail("bf16_gemm: this build has 
 void lane_panel_group_avx512(const std::uint16_t* const*, std::size_t, std::size_t, int, int, std::uint32_t*) {
   fail("bf16_gemm: this build has no AVX-512 lane-major path");
 }
-void lane_panel_gemm_avx512(const Bf16Acts&, const std::uint32_t*, const std::uint32_t*, std::size_t, std::size_t,
-                            float*, std::size_t) {
+void lane_panel_gemm_avx512(const Bf16Acts&, const std::uint32_t*, const float*, const std::uint32_t*, std::size_t,
+                            std::size_t, float*, std::size_t) {
+  fail("bf16_gemm: this build has no AVX-512 lane-major path");
+}
+void lane_split_f32(const std::uint32_t*, std::size_t, std::size_t, std::size_t, float*) {
   fail("bf16_gemm: this build has no AVX-512 lane-major path");
 }
 }  // namespace dsv4::kernels::bf16_detail

@@ -63,16 +63,25 @@ void lane_panel_group_avx512(const std::uint16_t* const* rows, std::size_t n, st
                              std::uint32_t* wl);
 // out[i·ldo + col0 + r] = the definition's dot product of activation row i (`lanes`: all of a's
 // rows, lane-major) and panel row r, for every i < a.m and r < np ≤ 64.
-void lane_panel_gemm_avx512(const Bf16Acts& a, const std::uint32_t* lanes, const std::uint32_t* wl, std::size_t np,
-                            std::size_t col0, float* out, std::size_t ldo);
+// `split`: for the FMA form (fma_for_bf16_dot), the same activations as fp32 halves
+// (lane_split_f32); null for the VDPBF16PS form.
+void lane_panel_gemm_avx512(const Bf16Acts& a, const std::uint32_t* lanes, const float* split,
+                            const std::uint32_t* wl, std::size_t np, std::size_t col0, float* out, std::size_t ldo);
+// Dwords [q0, q1) of lane-major activations (n dwords in all) split for the FMA form: the odd
+// element of pair q as fp32 at out[q], the even one at out[n + q].
+void lane_split_f32(const std::uint32_t* lanes, std::size_t n, std::size_t q0, std::size_t q1, float* out);
 
-// The one-row FP4 tile on fp32 FMAs (bf16_gemm_avx512_fp4_fma.cc), for CPUs whose VDPBF16PS is
-// slow: whether it runs instead of the bf16 tile (DSV4_FP4_TILE=fma|bf16dot overrides the choice
-// by CPU vendor, so that tests cover both anywhere); the activation row in its lane order (16
-// bf16 pairs per block); and the tile itself: res[r] = the definition's dot product of that row with the 8
-// weight rows at w + r·w_stride (their E8M0 bytes at scales + r·s_stride, all in the exact
-// range), `next` the address prefetched ahead as the bf16 tiles do.
-bool fp4_fma_tile_enabled();
+// Whether the fast kernels take their FMA forms instead of VDPBF16PS (same bits; see
+// bf16_gemm_avx512_fp4_fma.cc): on Intel, whose VDPBF16PS does in two cycles what two FMAs do in
+// one. DSV4_BF16_DOT=fma|vdpbf16ps overrides the choice by CPU vendor, so that tests cover both
+// forms on any AVX-512 BF16 machine. The FMA forms so far: the one-row FP4 tile (decode) and the
+// prefill shape's lane tiles (bf16_gemm_avx512_lanes.cc).
+//
+// The one-row FP4 tile's activation row in its lane order (16 bf16 pairs per block), and the tile
+// itself: res[r] = the definition's dot product of that row with the 8 weight rows at
+// w + r·w_stride (their E8M0 bytes at scales + r·s_stride, all in the exact range), `next` the
+// address prefetched ahead as the bf16 tiles do.
+bool fma_for_bf16_dot();
 void fp4_fma_acts(const std::uint16_t* a, std::size_t nb, std::uint32_t* dst);
 void fp4_fma_tile8(const std::uint32_t* ax, const std::uint8_t* w, std::size_t w_stride, const std::uint8_t* scales,
                    std::size_t s_stride, std::size_t nb, std::uintptr_t next, float* res);

@@ -25,8 +25,9 @@ import unittest
 BINARY = os.environ.get("DSV4_BINARY") or os.path.join(os.path.dirname(__file__), "..", "..", "build", "dsv4")
 
 
-def dsv4(*args, stdin=None, check=True, timeout=300):
-    r = subprocess.run([BINARY, *args], input=stdin, capture_output=True, text=True, timeout=timeout)
+def dsv4(*args, stdin=None, check=True, timeout=300, env=None):
+    r = subprocess.run([BINARY, *args], input=stdin, capture_output=True, text=True, timeout=timeout,
+                       env=None if env is None else {**os.environ, **env})
     if check and r.returncode != 0:
         raise AssertionError(f"dsv4 {' '.join(args)} failed ({r.returncode}):\n{r.stderr}")
     return r
@@ -158,6 +159,13 @@ class Bench(unittest.TestCase):
         self.assertNotIn("warm-up", dsv4("bench", "--smoke", "-q", "--no-warmup").stdout)
         self.assertGreater(j["machine"]["read_bandwidth_gbps_best"], 0)
         self.assertGreater(j["decode"]["ratio_to_bandwidth"], 0)
+        # Prefill is measured against the peak of the instruction the kernels accumulate with:
+        # with their FMA form forced that is the fp32 FMA (as it is on a CPU without a bf16 dot).
+        self.assertIn(j["prefill"]["peak"], ("bf16 dot", "fp32 FMA"))
+        fma = json.loads(dsv4("bench", "--smoke", "-q", "--json", env={"DSV4_BF16_DOT": "fma"}).stdout)
+        self.assertEqual(fma["prefill"]["peak"], "fp32 FMA")
+        self.assertAlmostEqual(fma["prefill"]["ratio_to_peak"],
+                               fma["prefill"]["gflops"] / fma["machine"]["fp32_fma_peak_gflops"], places=9)
 
     def test_context_scaling_smoke(self):
         # --smoke caps the contexts at 64 tokens; --chunk 16 makes the prefill run in chunks.

@@ -18,8 +18,10 @@
 // (median over the steps: the host's bandwidth drifts within seconds, so this pairing is the
 // steadier figure).
 // Prefill: 2 FLOP per multiply-add of the activated parameters per token (the linear layers;
-// attention's own arithmetic is not counted) ÷ the bf16 dot-product peak (fp32 FMA peak where
-// the CPU has no bf16 dot product). --smoke shrinks everything so CI can check it runs.
+// attention's own arithmetic is not counted) ÷ the peak of the instruction the kernels accumulate
+// with: the bf16 dot product (VDPBF16PS), or the fp32 FMA where the CPU has no bf16 dot product or
+// the kernels take their FMA form (kernels::fma_form: Intel, where VDPBF16PS runs at half the
+// FMA's FLOP rate and would flatter them). --smoke shrinks everything so CI can check it runs.
 // Before anything is timed the mapped weights are paged in (util/page_in.h) when they fit in
 // RAM, so the first prefill does not measure the disk; --cold skips that.
 // Then, as llama-bench does, one warm-up run of the same shape (prefill, one decode step) that is
@@ -44,6 +46,7 @@
 #include "io/manifest.h"
 #include "io/memory_plan.h"
 #include "io/param_count.h"
+#include "kernels/bf16_gemm.h"
 #include "kernels/machine_probe.h"
 #include "model_flags.h"
 #include "progress.h"
@@ -236,7 +239,9 @@ int run(BenchArgs& a) {
 
   const Manifest man = build_manifest(c);
   const ParamCount pc = count_params(c, man, m->weights().roles());
-  const double peak_gflops = peak.bf16_dot_gflops > 0 ? peak.bf16_dot_gflops : peak.fp32_fma_gflops;
+  const bool fma_peak = kernels::fma_form() || peak.bf16_dot_gflops <= 0;
+  const double peak_gflops = fma_peak ? peak.fp32_fma_gflops : peak.bf16_dot_gflops;
+  const char* peak_name = fma_peak ? "fp32 FMA" : "bf16 dot";
   // Figures of one run with `batch` sequences.
   struct Figures {
     double prefill_tps, prefill_gflops, decode_tps, bytes_per_step, decode_gbps;
@@ -286,6 +291,7 @@ int run(BenchArgs& a) {
                     {"tokens_per_s", mf.prefill_tps},
                     {"gflops", mf.prefill_gflops},
                     {"ratio_to_peak", mf.prefill_gflops / peak_gflops},
+                    {"peak", peak_name},
                     {"ops", prefill_ops}};
     j["decode"] = {{"steps", a.gen},
                    {"seconds", main_run.decode_s},
@@ -327,8 +333,7 @@ int run(BenchArgs& a) {
     std::printf("warm-up: the first prefill of this shape took %.3f s (%.3f of the peak), not counted below\n",
                 warm->prefill_s, figures(*warm, a.batch).prefill_gflops / peak_gflops);
   std::printf("prefill: %zu tokens in %.3f s = %.1f tokens/s; %.2f GFLOP/s = %.3f of the %s peak\n", a.prompt * a.batch,
-              main_run.prefill_s, mf.prefill_tps, mf.prefill_gflops, mf.prefill_gflops / peak_gflops,
-              peak.bf16_dot_gflops > 0 ? "bf16 dot" : "fp32 FMA");
+              main_run.prefill_s, mf.prefill_tps, mf.prefill_gflops, mf.prefill_gflops / peak_gflops, peak_name);
   std::printf("decode:  %zu steps × batch %zu in %.3f s = %.2f tokens/s; %s read per step = %.2f GB/s = %.3f of the "
               "read bandwidth\n",
               a.gen, a.batch, main_run.decode_s, mf.decode_tps,
